@@ -1,0 +1,383 @@
+"""Typed configuration: the single source of truth for every component toggle.
+
+Every algorithm (PPO, GRPO, Dr. GRPO, DAPO, VAPO, GSPO, GEPO, RLOO, REINFORCE++) is a preset of
+these fields over one code path. Each field documents its meaning, its default and the paper it
+comes from; the defaults form the *base* that every preset in ``experiments/presets/`` lists its
+differences from. Cross-field invariants are checked when a config is constructed.
+
+Sizes are scaled for the built-in default on two CPU cores; the papers' values are given in the
+field descriptions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass
+
+_STRICT = ConfigDict(extra="forbid", validate_default=True)
+
+GROUP_ESTIMATORS = ("group_mean", "rloo")
+"""Estimators that compare the responses of one prompt with each other (need G >= 2)."""
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+NonNegative = Annotated[float, Field(ge=0.0)]
+Positive = Annotated[float, Field(gt=0.0)]
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+@dataclass(frozen=True, config=_STRICT)
+class AdvantageConfig:
+    """How scalar outcome rewards become per-token advantages."""
+
+    estimator: Literal["group_mean", "rloo", "return", "gae"] = Field(
+        "group_mean",
+        description=(
+            "group_mean: R_i - mean_j R_j over the G responses of a prompt (GRPO, Dr. GRPO). "
+            "rloo: R_i - mean_{j!=i} R_j (RLOO, Ahmadian et al. 2024). "
+            "return: discounted return with no baseline (REINFORCE++, Hu 2025). "
+            "gae: generalised advantage estimation with a critic (PPO, VAPO)."
+        ),
+    )
+    std_scaling: Literal["group", "batch", "batch_whiten", "none"] = Field(
+        "group",
+        description=(
+            "group: divide by the unbiased std of the prompt's G rewards plus std_eps (GRPO). "
+            "batch: divide by the unbiased std of all rewards in the batch plus std_eps (TRL "
+            "scale_rewards='batch'). batch_whiten: subtract the token-weighted batch mean and "
+            "multiply by rsqrt(token-weighted unbiased variance + std_eps) (REINFORCE++, verl's GAE "
+            "whitening). none: no scaling (Dr. GRPO). group/batch apply to group estimators only."
+        ),
+    )
+    std_eps: Positive = Field(
+        1e-6,
+        description=(
+            "Epsilon of the std scaling: added to the std for group/batch, to the variance under "
+            "the square root for batch_whiten. verl uses 1e-6 (whitening 1e-8), TRL 1e-4; default "
+            "1e-6 stays closest to the unsmoothed GRPO definition."
+        ),
+    )
+    gamma: Probability = Field(1.0, description="Discount gamma; 1 for LLM outcome rewards (VAPO).")
+    lambda_policy: Probability = Field(
+        0.95, description="GAE lambda for the policy advantage (PPO: 0.95; VC-PPO/VAPO decoupled GAE)."
+    )
+    lambda_critic: Probability | None = Field(
+        None,
+        description=(
+            "GAE lambda for the critic's targets. None couples it to the policy's lambda (vanilla "
+            "PPO); 1.0 gives Monte-Carlo returns, VAPO's Decoupled-GAE."
+        ),
+    )
+    adaptive_lambda_alpha: Positive | None = Field(
+        None,
+        description=(
+            "VAPO's Length-Adaptive GAE (alpha = 0.05): per sequence "
+            "lambda_policy = 1 - 1/(alpha * |o|), replacing lambda_policy. None turns it off."
+        ),
+    )
+    adaptive_lambda_min: Probability = Field(
+        0.0,
+        description=(
+            "Lower clamp of the length-adaptive lambda. The paper's formula is <= 0 for "
+            "|o| <= 1/alpha (20 tokens at alpha = 0.05); we clamp to [min, max] so short responses "
+            "get lambda = 0 (one-step TD) instead of a negative lambda."
+        ),
+    )
+    adaptive_lambda_max: Probability = Field(
+        1.0, description="Upper clamp of the length-adaptive lambda (the formula itself stays below 1)."
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class PolicyLossConfig:
+    """The clipped surrogate and its aggregation."""
+
+    ratio_level: Literal["token", "sequence", "sequence_token", "group_expectation"] = Field(
+        "token",
+        description=(
+            "token: r_{i,t} (PPO/GRPO/DAPO). sequence: length-normalised sequence ratio s_i, the "
+            "same for every token (GSPO). sequence_token: sg[s_i] * pi/sg[pi] (GSPO-token). group_expectation: p_i / E_q[q] over the group (GEPO)."
+        ),
+    )
+    clip_eps_low: NonNegative = Field(0.2, description="Ratio clipped below at 1 - eps_low (PPO: 0.2; GSPO: 3e-4).")
+    clip_eps_high: NonNegative = Field(
+        0.2, description="Ratio clipped above at 1 + eps_high (PPO: 0.2; DAPO Clip-Higher: 0.28; GSPO: 4e-4)."
+    )
+    dual_clip_c: Annotated[float, Field(gt=1.0)] | None = Field(
+        None,
+        description=(
+            "Dual-clip constant c (Ye et al. 2020): for negative advantages the loss is capped at "
+            "-c * A. Off by default; verl turns it on with c = 3."
+        ),
+    )
+    aggregation: Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm"] = Field(
+        "seq_mean_token_mean",
+        description=(
+            "token_mean: sum over all tokens / number of tokens (DAPO and VAPO token-level loss). "
+            "seq_mean_token_mean: mean over sequences of each sequence's token mean (GRPO). "
+            "seq_mean_token_sum: mean over sequences of token sums. seq_mean_token_sum_norm: "
+            "sum / (number of sequences * aggregation_constant) (Dr. GRPO)."
+        ),
+    )
+    aggregation_constant: PositiveInt | None = Field(
+        None,
+        description=(
+            "MAX_TOKENS of seq_mean_token_sum_norm. None uses the generation budget "
+            "rollout.max_new_tokens (Dr. GRPO's code uses its budget, 3000)."
+        ),
+    )
+    seq_mean_denominator: Literal["all", "nonempty"] = Field(
+        "all",
+        description=(
+            "Which sequences the seq_mean_* modes divide by. all: every sequence in the mini-batch, "
+            "as the papers' 1/G and 1/B and TRL. nonempty: only sequences with at least one loss "
+            "token left after filtering (verl)."
+        ),
+    )
+    entropy_coef: NonNegative = Field(0.0, description="Entropy bonus coefficient (0 in every paper preset).")
+    entropy_aggregation: Literal["policy", "token_mean"] = Field(
+        "policy",
+        description=(
+            "How the entropy bonus is aggregated: policy uses the policy loss's aggregation "
+            "(verl); token_mean uses a token mean whatever the aggregation (TRL)."
+        ),
+    )
+    pos_lm_coef: NonNegative = Field(
+        0.0,
+        description=(
+            "mu of VAPO's positive-example LM loss (mu = 0.1): adds mu times the token-averaged "
+            "NLL of the correct responses."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class KLConfig:
+    """Penalty towards the frozen reference policy."""
+
+    coef: NonNegative = Field(
+        0.0, description="beta. 0 for DAPO, VAPO, Dr. GRPO; 0.04 for GRPO (DeepSeekMath)."
+    )
+    estimator: Literal["k1", "k2", "k3"] = Field(
+        "k3",
+        description=(
+            "k1: log(pi/pi_ref). k2: 0.5 log^2(pi/pi_ref). k3: pi_ref/pi - log(pi_ref/pi) - 1 "
+            "(GRPO; Schulman 2020)."
+        ),
+    )
+    placement: Literal["loss", "reward"] = Field(
+        "loss",
+        description=(
+            "loss: beta * KL added per token to the policy loss (GRPO). reward: beta * KL "
+            "subtracted from the per-token reward before advantages (classic RLHF PPO)."
+        ),
+    )
+    clamp: Positive | None = Field(
+        None,
+        description="Clamp the per-token estimate to [-clamp, clamp]; None = exact (TRL). verl clamps k3 at 10.",
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class RewardConfig:
+    """Verifier reward values and DAPO's length shaping and filtering."""
+
+    correct: float = Field(1.0, description="Reward of a verified-correct response (DAPO: +1; TRL and most: 1).")
+    incorrect: float = Field(0.0, description="Reward of an incorrect response (DAPO: -1; TRL and most: 0).")
+    overlong_filter: bool = Field(
+        False, description="Mask truncated responses (no EOS within the budget) out of the policy loss (DAPO Overlong Filtering)."
+    )
+    soft_overlong_buffer: PositiveInt | None = Field(
+        None,
+        description=(
+            "L_cache of DAPO's soft overlong punishment (Eq. 13; DAPO: 4096). None turns the "
+            "punishment off."
+        ),
+    )
+    soft_overlong_max_length: PositiveInt | None = Field(
+        None,
+        description="L_max of the soft overlong punishment; None uses the generation budget rollout.max_new_tokens.",
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class DynamicSamplingConfig:
+    """DAPO's Dynamic Sampling: keep only groups whose responses differ in correctness."""
+
+    enabled: bool = Field(False, description="Drop groups with accuracy 0 or 1 and generate more prompts (DAPO Dynamic Sampling).")
+    max_rounds: PositiveInt = Field(
+        4, description="Cap on generation rounds per step; the batch is used as it is when the cap is hit."
+    )
+    filter_on: Literal["correctness", "reward"] = Field(
+        "correctness",
+        description=(
+            "What must differ within a kept group: correctness (the paper) or the final, "
+            "possibly shaped, reward (discouraged; a guardrail warns)."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class CriticConfig:
+    """Value model for GAE (PPO, VAPO)."""
+
+    enabled: bool = Field(False, description="Train a value model; required by, and only used by, estimator gae.")
+    lr: Positive = Field(2e-4, description="Critic learning rate (VAPO: 2e-6, twice the actor's).")
+    value_clip: Positive | None = Field(
+        None, description="Clip new values to old +- value_clip in the value loss (PPO); None = no clipping."
+    )
+    pretrain_steps: Annotated[int, Field(ge=0)] = Field(
+        0,
+        description=(
+            "Critic-only steps on rollouts of the initial policy with Monte-Carlo targets before "
+            "policy updates (VAPO Value-Pretraining: 50)."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class RolloutConfig:
+    """Sampling: P prompts x G responses per step."""
+
+    prompts_per_step: PositiveInt = Field(16, description="P, prompts per rollout batch (DAPO, VAPO: 512).")
+    group_size: PositiveInt = Field(8, description="G, responses per prompt (DAPO, VAPO: 16; PPO: 1).")
+    max_new_tokens: PositiveInt = Field(64, description="Generation budget in tokens (DAPO: 20480).")
+    temperature: Positive = Field(1.0, description="Sampling temperature (DAPO, VAPO: 1.0).")
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = Field(1.0, description="Nucleus sampling top-p (1.0 = off).")
+    policy_staleness: Annotated[int, Field(ge=0)] = Field(
+        0,
+        description=(
+            "k: rollouts come from the policy k optimizer updates old, as in GEPO's heterogeneous "
+            "setting (GEPO Table 2). 0 = on-policy sampling."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class OptimConfig:
+    """Policy updates per rollout batch."""
+
+    lr: Positive = Field(1e-4, description="Actor learning rate (VAPO: 1e-6; DAPO: 1e-6).")
+    weight_decay: NonNegative = Field(0.0, description="AdamW weight decay.")
+    max_grad_norm: Positive | None = Field(1.0, description="Gradient-norm clip; None = off.")
+    mini_batches: PositiveInt = Field(
+        4,
+        description=(
+            "Optimizer updates per epoch over the rollout batch (DAPO: 16). With one update per "
+            "batch the ratio is always 1 and clipping is inert."
+        ),
+    )
+    epochs: PositiveInt = Field(1, description="Passes over the rollout batch.")
+    micro_batch_size: PositiveInt | None = Field(
+        None,
+        description=(
+            "Sequences per forward/backward pass (gradient accumulation); None = whole "
+            "mini-batch. Losses are normalised by the whole mini-batch, never per micro-batch."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class RLConfig:
+    """The complete RL configuration. Defaults form the base that presets list differences from."""
+
+    advantage: AdvantageConfig = dataclasses.field(default_factory=AdvantageConfig)
+    policy_loss: PolicyLossConfig = dataclasses.field(default_factory=PolicyLossConfig)
+    kl: KLConfig = dataclasses.field(default_factory=KLConfig)
+    reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
+    dynamic_sampling: DynamicSamplingConfig = dataclasses.field(default_factory=DynamicSamplingConfig)
+    critic: CriticConfig = dataclasses.field(default_factory=CriticConfig)
+    rollout: RolloutConfig = dataclasses.field(default_factory=RolloutConfig)
+    optim: OptimConfig = dataclasses.field(default_factory=OptimConfig)
+    seed: int = Field(0, description="Seed of every random number generator in a run.")
+
+    def __post_init__(self) -> None:
+        problems = invariant_violations(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    @property
+    def rollout_batch_size(self) -> int:
+        """B = P * G sequences per rollout batch."""
+        return self.rollout.prompts_per_step * self.rollout.group_size
+
+    @property
+    def mini_batch_size(self) -> int:
+        """Sequences per optimizer update."""
+        return self.rollout_batch_size // self.optim.mini_batches
+
+    @property
+    def updates_per_rollout(self) -> int:
+        """Optimizer updates made with one rollout batch."""
+        return self.optim.mini_batches * self.optim.epochs
+
+    @property
+    def aggregation_constant(self) -> int:
+        """MAX_TOKENS of seq_mean_token_sum_norm, resolved against the generation budget."""
+        return self.policy_loss.aggregation_constant or self.rollout.max_new_tokens
+
+    @property
+    def soft_overlong_max_length(self) -> int:
+        """L_max of the soft overlong punishment, resolved against the generation budget."""
+        return self.reward.soft_overlong_max_length or self.rollout.max_new_tokens
+
+
+def invariant_violations(cfg: RLConfig) -> list[str]:
+    """Every broken cross-field invariant of ``cfg``, each phrased as how to fix it."""
+    adv, loss, rollout = cfg.advantage, cfg.policy_loss, cfg.rollout
+    problems: list[str] = []
+    if adv.estimator == "gae" and not cfg.critic.enabled:
+        problems.append("advantage.estimator=gae needs a value model: set critic.enabled=true")
+    if cfg.critic.enabled and adv.estimator != "gae":
+        problems.append(
+            f"critic.enabled=true is only used by advantage.estimator=gae (got {adv.estimator}): "
+            "set critic.enabled=false or advantage.estimator=gae"
+        )
+    if cfg.critic.pretrain_steps and not cfg.critic.enabled:
+        problems.append("critic.pretrain_steps > 0 needs critic.enabled=true")
+    if adv.estimator not in GROUP_ESTIMATORS and adv.std_scaling in ("group", "batch"):
+        problems.append(
+            f"advantage.std_scaling={adv.std_scaling} scales outcome rewards of group estimators "
+            f"{GROUP_ESTIMATORS}; with estimator={adv.estimator} use 'batch_whiten' or 'none'"
+        )
+    needs_groups = [
+        name
+        for name, on in (
+            (f"advantage.estimator={adv.estimator}", adv.estimator in GROUP_ESTIMATORS),
+            ("advantage.std_scaling=group", adv.std_scaling == "group"),
+            ("policy_loss.ratio_level=group_expectation", loss.ratio_level == "group_expectation"),
+            ("dynamic_sampling.enabled=true", cfg.dynamic_sampling.enabled),
+        )
+        if on
+    ]
+    if needs_groups and rollout.group_size < 2:
+        problems.append(f"{', '.join(needs_groups)} compares responses within a group: set rollout.group_size >= 2")
+    if adv.estimator != "gae" and (adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None):
+        problems.append("advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae")
+    if adv.adaptive_lambda_min > adv.adaptive_lambda_max:
+        problems.append("advantage.adaptive_lambda_min must not exceed advantage.adaptive_lambda_max")
+    if cfg.rollout_batch_size % cfg.optim.mini_batches:
+        problems.append(
+            f"optim.mini_batches={cfg.optim.mini_batches} must divide the rollout batch "
+            f"P*G={cfg.rollout_batch_size}"
+        )
+    elif cfg.optim.micro_batch_size and cfg.mini_batch_size % cfg.optim.micro_batch_size:
+        problems.append(
+            f"optim.micro_batch_size={cfg.optim.micro_batch_size} must divide the mini-batch size "
+            f"{cfg.mini_batch_size} (= P*G / optim.mini_batches)"
+        )
+    if cfg.reward.correct <= cfg.reward.incorrect:
+        problems.append("reward.correct must be greater than reward.incorrect")
+    if cfg.reward.soft_overlong_buffer is not None and cfg.reward.soft_overlong_buffer >= cfg.soft_overlong_max_length:
+        problems.append(
+            f"reward.soft_overlong_buffer={cfg.reward.soft_overlong_buffer} must be smaller than "
+            f"L_max={cfg.soft_overlong_max_length} (reward.soft_overlong_max_length or rollout.max_new_tokens)"
+        )
+    return problems
+
+
+def field_docs(section: Any) -> dict[str, str]:
+    """Description of every field of a config dataclass, keyed by field name."""
+    return {name: info.description or "" for name, info in section.__pydantic_fields__.items()}

@@ -1,0 +1,50 @@
+"""From verifier outcomes to what the estimators see: the one place reward toggles are read."""
+
+from __future__ import annotations
+
+import torch
+
+from algos.config import RLConfig
+from algos.filters import informative_groups
+from algos.kl import kl_estimate
+from algos.shaping import correctness_reward, place_outcome_reward, soft_overlong_punishment
+
+
+def outcome_scores(cfg: RLConfig, correct: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Scalar reward per response (B,): verifier value plus, if on, DAPO's soft overlong punishment.
+
+    correct: (B,) bool from the verifier; lengths: (B,) response lengths in tokens.
+    """
+    scores = correctness_reward(correct, cfg.reward.correct, cfg.reward.incorrect)
+    if cfg.reward.soft_overlong_buffer is not None:
+        scores = scores + soft_overlong_punishment(lengths, cfg.soft_overlong_max_length, cfg.reward.soft_overlong_buffer)
+    return scores
+
+
+def token_rewards(
+    cfg: RLConfig,
+    scores: torch.Tensor,
+    mask: torch.Tensor,
+    old_logprobs: torch.Tensor | None = None,
+    ref_logprobs: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Per-token rewards (B, T): the outcome on the last real token, minus β·KL per token if the KL
+    penalty is placed in the reward (classic RLHF PPO). old_logprobs/ref_logprobs: (B, T)."""
+    rewards = place_outcome_reward(scores, mask)
+    if cfg.kl.coef > 0 and cfg.kl.placement == "reward":
+        if old_logprobs is None or ref_logprobs is None:
+            raise ValueError("kl.placement=reward needs sampling and reference log-probabilities")
+        rewards = rewards - cfg.kl.coef * kl_estimate(old_logprobs, ref_logprobs, cfg.kl.estimator, cfg.kl.clamp) * mask
+    return rewards
+
+
+def keep_groups(cfg: RLConfig, correct: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """Dynamic sampling's keep mask (P,): all True when dynamic sampling is off.
+
+    correct: (B,) bool; scores: (B,) final rewards. Filters on correctness unless configured
+    to filter on the reward.
+    """
+    if not cfg.dynamic_sampling.enabled:
+        return torch.ones(correct.numel() // cfg.rollout.group_size, dtype=torch.bool, device=correct.device)
+    metric = correct.float() if cfg.dynamic_sampling.filter_on == "correctness" else scores
+    return informative_groups(metric, cfg.rollout.group_size)

@@ -1,0 +1,1 @@
+"""Aggregation of finished runs into tables, statistics and figures."""

@@ -1,0 +1,25 @@
+"""The Snakefile parses, validates its config, lints clean and plans every preset."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("snakemake") is None, reason="needs the 'workflow' extra")
+
+
+def snakemake(*args):
+    return subprocess.run(["snakemake", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_dry_run_plans_every_preset():
+    result = snakemake("-n", "--forceall")
+    assert result.returncode == 0, result.stderr
+    assert "resolve_config" in result.stdout
+
+
+def test_lint_is_clean():
+    result = snakemake("--lint")
+    assert result.returncode == 0 and "good condition" in result.stdout + result.stderr
