@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from algos.config import AdvantageConfig
+from algos.config import GROUP_ESTIMATORS, AdvantageConfig
 from algos.masked import masked_whiten
 
 
@@ -109,6 +109,36 @@ def length_adaptive_lambda(lengths: torch.Tensor, alpha: float, low: float = 0.0
     return lam.clamp(low, high)
 
 
+def _group_advantages(cfg: AdvantageConfig, scores: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Group estimator with its std scaling: scores (B,) -> (B,)."""
+    if cfg.estimator == "rloo":
+        advantages = rloo_advantage(scores, group_size)
+    else:
+        advantages = group_mean_advantage(scores, group_size)
+    if cfg.std_scaling == "group":
+        return advantages / (group_std(scores, group_size) + cfg.std_eps)
+    if cfg.std_scaling == "batch":
+        return advantages / (scores.std() + cfg.std_eps)
+    return advantages
+
+
+def _gae_advantages(
+    cfg: AdvantageConfig, token_rewards: torch.Tensor, mask: torch.Tensor, values: torch.Tensor | None
+) -> Advantages:
+    """GAE with fixed or length-adaptive λ_policy; critic targets from λ_critic when decoupled."""
+    if values is None:
+        raise ValueError("estimator 'gae' needs values from the critic")
+    lam_policy: float | torch.Tensor = cfg.lambda_policy
+    if cfg.adaptive_lambda_alpha is not None:
+        lam_policy = length_adaptive_lambda(
+            mask.sum(dim=-1), cfg.adaptive_lambda_alpha, cfg.adaptive_lambda_min, cfg.adaptive_lambda_max
+        )
+    advantages, returns = gae(token_rewards, values, mask, cfg.gamma, lam_policy)
+    if cfg.lambda_critic is not None:
+        _, returns = gae(token_rewards, values, mask, cfg.gamma, cfg.lambda_critic)
+    return Advantages(advantages, returns)
+
+
 def compute_advantages(
     cfg: AdvantageConfig,
     token_rewards: torch.Tensor,
@@ -121,35 +151,13 @@ def compute_advantages(
     token_rewards, mask, values: (B, T); values only for ``gae``. Group estimators use the
     contiguous group layout of this module's docstring.
     """
-    scores = token_rewards.sum(dim=-1)  # (B,)
-    returns = None
-    if cfg.estimator == "group_mean":
-        per_sequence = group_mean_advantage(scores, group_size)
-    elif cfg.estimator == "rloo":
-        per_sequence = rloo_advantage(scores, group_size)
-    else:
-        per_sequence = None
-
-    if per_sequence is not None:
-        if cfg.std_scaling == "group":
-            per_sequence = per_sequence / (group_std(scores, group_size) + cfg.std_eps)
-        elif cfg.std_scaling == "batch":
-            per_sequence = per_sequence / (scores.std() + cfg.std_eps)
-        advantages = per_sequence.unsqueeze(-1) * mask
+    if cfg.estimator in GROUP_ESTIMATORS:
+        per_sequence = _group_advantages(cfg, token_rewards.sum(dim=-1), group_size)  # (B,)
+        result = Advantages(per_sequence.unsqueeze(-1) * mask)
     elif cfg.estimator == "return":
-        advantages = discounted_returns(token_rewards, mask, cfg.gamma)
+        result = Advantages(discounted_returns(token_rewards, mask, cfg.gamma))
     else:
-        if values is None:
-            raise ValueError("estimator 'gae' needs values from the critic")
-        lam_policy: float | torch.Tensor = cfg.lambda_policy
-        if cfg.adaptive_lambda_alpha is not None:
-            lam_policy = length_adaptive_lambda(
-                mask.sum(dim=-1), cfg.adaptive_lambda_alpha, cfg.adaptive_lambda_min, cfg.adaptive_lambda_max
-            )
-        advantages, returns = gae(token_rewards, values, mask, cfg.gamma, lam_policy)
-        if cfg.lambda_critic is not None:
-            _, returns = gae(token_rewards, values, mask, cfg.gamma, cfg.lambda_critic)
-
+        result = _gae_advantages(cfg, token_rewards, mask, values)
     if cfg.std_scaling == "batch_whiten":
-        advantages = masked_whiten(advantages, mask, cfg.std_eps) * mask
-    return Advantages(advantages, returns)
+        result = Advantages(masked_whiten(result.advantages, mask, cfg.std_eps) * mask, result.returns)
+    return result

@@ -213,8 +213,8 @@ class DynamicSamplingConfig:
     filter_on: Literal["correctness", "reward"] = Field(
         "correctness",
         description=(
-            "What must differ within a kept group: correctness (the paper) or the final, "
-            "possibly shaped, reward (discouraged; a guardrail warns)."
+            "What must differ within a kept group: correctness (the paper) or the reward "
+            "(for graded verifiers; refused when the reward is shaped, and a guardrail warns)."
         ),
     )
 
@@ -319,6 +319,11 @@ class RLConfig:
         return self.policy_loss.aggregation_constant or self.rollout.max_new_tokens
 
     @property
+    def reward_is_shaped(self) -> bool:
+        """Whether the reward is more than the verifier's correct/incorrect value."""
+        return self.reward.soft_overlong_buffer is not None or (self.kl.coef > 0 and self.kl.placement == "reward")
+
+    @property
     def soft_overlong_max_length(self) -> int:
         """L_max of the soft overlong punishment, resolved against the generation budget."""
         return self.reward.soft_overlong_max_length or self.rollout.max_new_tokens
@@ -367,6 +372,11 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
         problems.append(
             f"optim.micro_batch_size={cfg.optim.micro_batch_size} must divide the mini-batch size "
             f"{cfg.mini_batch_size} (= P*G / optim.mini_batches)"
+        )
+    if cfg.dynamic_sampling.enabled and cfg.dynamic_sampling.filter_on == "reward" and cfg.reward_is_shaped:
+        problems.append(
+            "dynamic sampling must not filter on a shaped reward (soft overlong punishment or KL in the reward "
+            "makes equally correct groups look informative): set dynamic_sampling.filter_on=correctness"
         )
     if cfg.reward.correct <= cfg.reward.incorrect:
         problems.append("reward.correct must be greater than reward.incorrect")

@@ -50,13 +50,13 @@ def unreachable_overlong_budget(cfg: RLConfig, longest_possible_response: int | 
     return "; ".join(messages) or None
 
 
-def shaped_dynamic_sampling(cfg: RLConfig) -> str | None:
-    """Dynamic sampling on a shaped reward keeps groups that only differ in length or KL."""
-    shaped = cfg.reward.soft_overlong_buffer is not None or (cfg.kl.coef > 0 and cfg.kl.placement == "reward")
-    if cfg.dynamic_sampling.enabled and cfg.dynamic_sampling.filter_on == "reward" and shaped:
+def reward_dynamic_sampling(cfg: RLConfig) -> str | None:
+    """Dynamic sampling on the reward instead of correctness keeps groups that differ only in reward."""
+    if cfg.dynamic_sampling.enabled and cfg.dynamic_sampling.filter_on == "reward":
         return (
-            "dynamic sampling filters on the shaped reward: groups whose responses are all right (or all wrong) "
-            "but differ in length or KL survive; DAPO filters on correctness (dynamic_sampling.filter_on=correctness)"
+            "dynamic sampling filters on the reward, not on correctness: with a graded or custom reward function, "
+            "groups whose responses are all right (or all wrong) survive; DAPO filters on correctness "
+            "(dynamic_sampling.filter_on=correctness)"
         )
     return None
 
@@ -80,7 +80,7 @@ def warn_about(cfg: RLConfig, longest_possible_response: int | None = None) -> l
     found = [
         inert_clip_higher(cfg),
         unreachable_overlong_budget(cfg, longest_possible_response),
-        shaped_dynamic_sampling(cfg),
+        reward_dynamic_sampling(cfg),
         sequence_ratio_with_token_sum(cfg),
     ]
     messages = [message for message in found if message]

@@ -83,6 +83,7 @@ BAD_INPUTS = [
     (["reward.soft_overlong_buffer=64"], "must be smaller than L_max=64"),
     (["policy_loss.dual_clip_c=0.5"], "greater than 1"),
     (["advantage.adaptive_lambda_alpha=0.05"], "GAE options"),
+    (["--preset", "dapo", "dynamic_sampling.filter_on=reward"], "must not filter on a shaped reward"),
     (["--config", "missing.yaml"], "config file not found: missing.yaml"),
 ]
 

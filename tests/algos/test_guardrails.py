@@ -35,9 +35,9 @@ def test_overlong_filter_budget_never_reached(caplog):
     assert "overlong filtering" not in fired(cfg, caplog)
 
 
-def test_dynamic_sampling_on_shaped_reward(caplog):
-    cfg = load_config("dapo", overrides=["dynamic_sampling.filter_on=reward"])
-    assert "filters on the shaped reward" in fired(cfg, caplog)
+def test_dynamic_sampling_on_reward(caplog):
+    cfg = load_config("grpo", overrides=["dynamic_sampling.enabled=true", "dynamic_sampling.filter_on=reward"])
+    assert "filters on the reward, not on correctness" in fired(cfg, caplog)
 
 
 def test_sequence_ratio_with_token_sum(caplog):

@@ -44,8 +44,9 @@ def test_dynamic_sampling_filters_on_correctness_not_shaped_reward():
     scores = outcome_scores(cfg, correct, lengths)
     assert scores[0] != scores[1]
     assert keep_groups(cfg, correct, scores).tolist() == [False, False]
-    by_reward = load_config("dapo", overrides=["rollout.group_size=2", "dynamic_sampling.filter_on=reward"])
-    assert keep_groups(by_reward, correct, scores).tolist() == [True, False]
+    graded = torch.tensor([1.0, 0.5, 0.0, 0.0])
+    by_reward = load_config("grpo", overrides=["rollout.group_size=2", "dynamic_sampling.enabled=true", "dynamic_sampling.filter_on=reward"])
+    assert keep_groups(by_reward, correct, graded).tolist() == [True, False]
     assert keep_groups(load_config("grpo", overrides=["rollout.group_size=2"]), correct, scores).tolist() == [True, True]
 
 

@@ -14,7 +14,9 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-grpo_trainer = pytest.importorskip("trl.trainer.grpo_trainer")
+from tests.peers import import_peer
+
+grpo_trainer = import_peer("trl.trainer.grpo_trainer")
 
 from algos.loss import LossInputs, compose_loss, mini_batch_denominators  # noqa: E402
 from algos.presets import load_config  # noqa: E402
