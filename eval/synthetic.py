@@ -1,0 +1,104 @@
+"""The built-in verifiable reasoning task: chained modular arithmetic with a chain of thought.
+
+A problem is a start digit and a chain of operations, evaluated left to right modulo ``modulus``::
+
+    prompt:    7 + 3 * 2 - 5 =
+    solution:  7 + 3 = 0 ; 0 * 2 = 0 ; 0 - 5 = 5 ; answer 5
+
+Every step depends on the previous result, so the answer cannot be looked up: the model has to
+carry the computation through the whole chain. The number of operations (the difficulty knob,
+uniform in [min_steps, max_steps]) sets the solution's length, 6 tokens per step plus 2, so with a
+wide range some correct solutions exceed a short generation budget — which gives overlong
+filtering and the soft overlong punishment something to act on.
+
+Splits are disjoint by construction: a problem belongs to the split its text hashes to, so train,
+validation and test never share a problem, whatever the seeds and sizes. The same :func:`grade`
+scores evaluation and computes the training reward.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+
+from eval.records import Problem
+
+SPLITS = {"train": (0, 80), "validation": (80, 90), "test": (90, 100)}
+"""Split name -> its range of hash buckets out of 100."""
+
+OPERATIONS = {"+": lambda a, b, m: (a + b) % m, "-": lambda a, b, m: (a - b) % m, "*": lambda a, b, m: (a * b) % m}
+ANSWER_PATTERN = re.compile(r"answer\s+(-?\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class ChainTask:
+    """The task's knobs. Token counts assume whitespace-separated symbols (one token each)."""
+
+    min_steps: int = 2
+    max_steps: int = 12
+    modulus: int = 10
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_steps <= self.max_steps:
+            raise ValueError(f"need 1 <= min_steps <= max_steps, got {self.min_steps} and {self.max_steps}")
+        if self.modulus < 2:
+            raise ValueError(f"modulus must be at least 2, got {self.modulus}")
+
+    @staticmethod
+    def solution_tokens(steps: int) -> int:
+        """Length in tokens of the worked solution of a ``steps``-operation problem."""
+        return 6 * steps + 2
+
+    def problems(self, split: str, count: int, seed: int = 0) -> list[Problem]:
+        """``count`` distinct problems of ``split``, deterministic in (task knobs, split, count, seed)."""
+        if split not in SPLITS:
+            raise ValueError(f"unknown split '{split}'; valid splits: {', '.join(SPLITS)}")
+        rng = random.Random(f"{seed}:{split}")
+        seen: set[str] = set()
+        found: list[Problem] = []
+        attempts = 0
+        while len(found) < count:
+            attempts += 1
+            if attempts > 1000 * count + 10_000:
+                raise ValueError(f"the task has too few distinct {split} problems for {count}; widen the step range")
+            problem = self._sample(rng)
+            if problem.prompt in seen or split_of(problem.prompt) != split:
+                continue
+            seen.add(problem.prompt)
+            found.append(problem)
+        return found
+
+    def _sample(self, rng: random.Random) -> Problem:
+        steps = rng.randint(self.min_steps, self.max_steps)
+        value = rng.randrange(self.modulus)
+        chain = [(rng.choice(list(OPERATIONS)), rng.randrange(self.modulus)) for _ in range(steps)]
+        prompt_parts, lines = [str(value)], []
+        for op, operand in chain:
+            result = OPERATIONS[op](value, operand, self.modulus)
+            prompt_parts += [op, str(operand)]
+            lines.append(f"{value} {op} {operand} = {result}")
+            value = result
+        prompt = " ".join(prompt_parts) + " ="
+        solution = " ; ".join(lines) + f" ; answer {value}"
+        digest = hashlib.sha256(prompt.encode()).hexdigest()[:12]
+        return Problem(id=f"chain-{digest}", prompt=prompt, answer=str(value), solution=solution, metadata={"steps": steps})
+
+
+def split_of(prompt: str) -> str:
+    """The split a problem text belongs to (stable hash bucket)."""
+    bucket = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16) % 100
+    return next(name for name, (low, high) in SPLITS.items() if low <= bucket < high)
+
+
+def extract_answer(response: str) -> str | None:
+    """The final answer of a response: the integer after a trailing ``answer``; None if absent."""
+    match = ANSWER_PATTERN.search(response.strip())
+    return match.group(1) if match else None
+
+
+def grade(response: str, answer: str) -> bool:
+    """Whether ``response`` ends with the reference ``answer`` in the final-answer format."""
+    extracted = extract_answer(response)
+    return extracted is not None and int(extracted) == int(answer)
