@@ -1,0 +1,35 @@
+"""A real Hugging Face tokenizer for the built-in task, built with ``tokenizers``.
+
+Word-level over whitespace-separated symbols: every number below the task's modulus, the three
+operations, ``=``, ``;`` and ``answer`` are one token each. It is wrapped in
+``PreTrainedTokenizerFast`` so that it saves with ``save_pretrained`` and loads back with
+``AutoTokenizer.from_pretrained``, like any hub tokenizer.
+"""
+
+from __future__ import annotations
+
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+from tokenizers.pre_tokenizers import WhitespaceSplit
+from tokenizers.processors import TemplateProcessing
+from transformers import PreTrainedTokenizerFast
+
+from eval.synthetic import OPERATIONS, ChainTask
+
+SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>"}
+
+
+def build_tokenizer(task: ChainTask) -> PreTrainedTokenizerFast:
+    """The task's tokenizer: special tokens first, then numbers, operations and punctuation.
+
+    Encoding adds ``<bos>`` in front (as a causal LM's prompt expects); ``<eos>`` ends a response.
+    """
+    words = [*SPECIAL_TOKENS.values(), *(str(n) for n in range(task.modulus)), *OPERATIONS, "=", ";", "answer"]
+    vocab = {word: index for index, word in enumerate(words)}
+    core = Tokenizer(WordLevel(vocab, unk_token=SPECIAL_TOKENS["unk_token"]))
+    core.pre_tokenizer = WhitespaceSplit()
+    core.post_processor = TemplateProcessing(
+        single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])]
+    )
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, padding_side="left", **SPECIAL_TOKENS)
+    return tokenizer
