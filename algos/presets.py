@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import functools
 import logging
 import sys
 from collections.abc import Iterable, Mapping
@@ -48,6 +49,7 @@ class Preset:
     sources: dict[str, str]
 
 
+@functools.cache
 def _sections(cls: type = RLConfig, prefix: str = "") -> dict[str, type]:
     """Dotted key of every nested config dataclass (the root is ``""``) -> its class."""
     found = {prefix: cls}
@@ -57,8 +59,9 @@ def _sections(cls: type = RLConfig, prefix: str = "") -> dict[str, type]:
     return found
 
 
+@functools.cache
 def config_keys() -> dict[str, str]:
-    """Every settable dotted key -> its description."""
+    """Every settable dotted key -> its description (cached; do not mutate)."""
     keys = {}
     sections = _sections()
     for prefix, cls in sections.items():
