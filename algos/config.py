@@ -319,9 +319,19 @@ class RLConfig:
         return self.policy_loss.aggregation_constant or self.rollout.max_new_tokens
 
     @property
+    def kl_in_loss(self) -> bool:
+        """Whether β·KL to the reference policy is a term of the policy loss (GRPO)."""
+        return self.kl.coef > 0 and self.kl.placement == "loss"
+
+    @property
+    def kl_in_reward(self) -> bool:
+        """Whether β·KL to the reference policy is subtracted from the per-token reward (classic RLHF PPO)."""
+        return self.kl.coef > 0 and self.kl.placement == "reward"
+
+    @property
     def reward_is_shaped(self) -> bool:
         """Whether the reward is more than the verifier's correct/incorrect value."""
-        return self.reward.soft_overlong_buffer is not None or (self.kl.coef > 0 and self.kl.placement == "reward")
+        return self.reward.soft_overlong_buffer is not None or self.kl_in_reward
 
     @property
     def soft_overlong_max_length(self) -> int:

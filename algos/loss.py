@@ -111,7 +111,7 @@ def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -
 
     if batch.ref_logprobs is not None:
         metrics["actor/kl_ref"] = masked_mean(kl_estimate(batch.logprobs.detach(), batch.ref_logprobs, "k3"), batch.mask).item()
-    if cfg.kl.coef > 0 and cfg.kl.placement == "loss":
+    if cfg.kl_in_loss:
         if batch.ref_logprobs is None:
             raise ValueError("kl.placement=loss with kl.coef > 0 needs reference log-probabilities")
         kl = kl_estimate(batch.logprobs, batch.ref_logprobs, cfg.kl.estimator, cfg.kl.clamp)

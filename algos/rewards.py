@@ -31,7 +31,7 @@ def token_rewards(
     """Per-token rewards (B, T): the outcome on the last real token, minus β·KL per token if the KL
     penalty is placed in the reward (classic RLHF PPO). old_logprobs/ref_logprobs: (B, T)."""
     rewards = place_outcome_reward(scores, mask)
-    if cfg.kl.coef > 0 and cfg.kl.placement == "reward":
+    if cfg.kl_in_reward:
         if old_logprobs is None or ref_logprobs is None:
             raise ValueError("kl.placement=reward needs sampling and reference log-probabilities")
         rewards = rewards - cfg.kl.coef * kl_estimate(old_logprobs, ref_logprobs, cfg.kl.estimator, cfg.kl.clamp) * mask

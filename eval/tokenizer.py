@@ -31,5 +31,4 @@ def build_tokenizer(task: ChainTask) -> PreTrainedTokenizerFast:
     core.post_processor = TemplateProcessing(
         single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])]
     )
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, padding_side="left", **SPECIAL_TOKENS)
-    return tokenizer
+    return PreTrainedTokenizerFast(tokenizer_object=core, padding_side="left", **SPECIAL_TOKENS)
