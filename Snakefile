@@ -11,6 +11,7 @@ validate(config, "experiments/config.schema.yaml")
 
 
 include: "experiments/rules/configs.smk"
+include: "experiments/rules/base_model.smk"
 
 
 rule all:

@@ -208,7 +208,7 @@ class DynamicSamplingConfig:
 
     enabled: bool = Field(False, description="Drop groups with accuracy 0 or 1 and generate more prompts (DAPO Dynamic Sampling).")
     max_rounds: PositiveInt = Field(
-        4, description="Cap on generation rounds per step; the batch is used as it is when the cap is hit."
+        4, description="Cap on generation rounds per step; at the cap the step trains on the informative groups found so far."
     )
     filter_on: Literal["correctness", "reward"] = Field(
         "correctness",
@@ -280,6 +280,72 @@ class OptimConfig:
 
 
 @dataclass(frozen=True, config=_STRICT)
+class ModelConfig:
+    """Which policy to train: the built-in base or any causal LM on the hub or on disk."""
+
+    name_or_path: str = Field(
+        "results/base_model",
+        description=(
+            "Hub id (e.g. Qwen/Qwen2.5-Math-1.5B) or local directory of a causal LM and its tokenizer. "
+            "The default is the built-in base that `python -m algos.sft --out results/base_model` builds."
+        ),
+    )
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="Parameter dtype; float32 on CPU, bfloat16 for hub models on a GPU."
+    )
+    chat_template: Literal["auto", "always", "never"] = Field(
+        "auto",
+        description=(
+            "Wrap prompts in the tokenizer's chat template: auto when the tokenizer has one (chat "
+            "models), always (error without one), never (raw prompts, base models)."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class TaskConfig:
+    """The built-in chained-arithmetic task (see eval.synthetic); ignored when problems are passed in."""
+
+    min_steps: PositiveInt = Field(2, description="Fewest operations in a problem (solution 6*steps + 2 tokens).")
+    max_steps: PositiveInt = Field(
+        12, description="Most operations; 12 steps need 74 tokens, beyond the default 64-token budget."
+    )
+    modulus: Annotated[int, Field(ge=2)] = Field(10, description="Arithmetic is modulo this number.")
+
+
+@dataclass(frozen=True, config=_STRICT)
+class RunConfig:
+    """Length of a run, evaluation, checkpoints and where it runs."""
+
+    steps: PositiveInt = Field(60, description="Rollout batches (policy-update steps) in the run.")
+    eval_every: Annotated[int, Field(ge=0)] = Field(
+        20, description="Held-out evaluation every this many steps (and at steps 0 and last); 0 = first and last only."
+    )
+    eval_problems: PositiveInt = Field(256, description="Problems per evaluation split.")
+    eval_splits: tuple[Literal["validation", "test"], ...] = Field(
+        ("validation", "test"), description="Held-out splits evaluated, greedy and sampled at T = 1."
+    )
+    checkpoint_every: Annotated[int, Field(ge=0)] = Field(
+        10, description="Save a resumable checkpoint every this many steps (and at the end); 0 = only at the end."
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto picks CUDA when available.")
+    mixed_precision: Literal["no", "bf16", "fp16"] = Field("no", description="accelerate's autocast mode (GPU runs).")
+
+
+@dataclass(frozen=True, config=_STRICT)
+class TrackingConfig:
+    """Where metrics go besides the run directory's plain files."""
+
+    backend: Literal["mlflow", "none"] = Field("mlflow", description="mlflow logs every run; none keeps runs offline.")
+    uri: str | None = Field(
+        None,
+        description="MLflow tracking URI; None uses $MLFLOW_TRACKING_URI, else the local store ./mlruns.",
+    )
+    experiment: str = Field("rl-harness", description="MLflow experiment name.")
+    run_name: str | None = Field(None, description="MLflow run name; None uses the output directory's name.")
+
+
+@dataclass(frozen=True, config=_STRICT)
 class RLConfig:
     """The complete RL configuration. Defaults form the base that presets list differences from."""
 
@@ -291,6 +357,10 @@ class RLConfig:
     critic: CriticConfig = dataclasses.field(default_factory=CriticConfig)
     rollout: RolloutConfig = dataclasses.field(default_factory=RolloutConfig)
     optim: OptimConfig = dataclasses.field(default_factory=OptimConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+    run: RunConfig = dataclasses.field(default_factory=RunConfig)
+    tracking: TrackingConfig = dataclasses.field(default_factory=TrackingConfig)
     seed: int = Field(0, description="Seed of every random number generator in a run.")
 
     def __post_init__(self) -> None:
@@ -371,6 +441,8 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
         problems.append(f"{', '.join(needs_groups)} compares responses within a group: set rollout.group_size >= 2")
     if adv.estimator != "gae" and (adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None):
         problems.append("advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae")
+    if cfg.task.min_steps > cfg.task.max_steps:
+        problems.append("task.min_steps must not exceed task.max_steps")
     if adv.adaptive_lambda_min > adv.adaptive_lambda_max:
         problems.append("advantage.adaptive_lambda_min must not exceed advantage.adaptive_lambda_max")
     if cfg.rollout_batch_size % cfg.optim.mini_batches:

@@ -20,6 +20,8 @@ import argparse
 import dataclasses
 import difflib
 import functools
+import hashlib
+import json
 import logging
 import sys
 from collections.abc import Iterable, Mapping
@@ -202,6 +204,12 @@ def load_config(
 def config_to_dict(cfg: RLConfig) -> dict[str, Any]:
     """Nested plain-Python form of a config (for YAML, MLflow params and hashing)."""
     return dataclasses.asdict(cfg)
+
+
+def config_hash(cfg: RLConfig) -> str:
+    """Short hash of everything that can change a run's numbers (all sections but ``tracking``)."""
+    relevant = {key: value for key, value in config_to_dict(cfg).items() if key != "tracking"}
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def diff_from_base(cfg: RLConfig) -> dict[str, Any]:

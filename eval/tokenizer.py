@@ -8,7 +8,7 @@ operations, ``=``, ``;`` and ``answer`` are one token each. It is wrapped in
 
 from __future__ import annotations
 
-from tokenizers import Tokenizer
+from tokenizers import Tokenizer, decoders
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import WhitespaceSplit
 from tokenizers.processors import TemplateProcessing
@@ -28,6 +28,8 @@ def build_tokenizer(task: ChainTask) -> PreTrainedTokenizerFast:
     vocab = {word: index for index, word in enumerate(words)}
     core = Tokenizer(WordLevel(vocab, unk_token=SPECIAL_TOKENS["unk_token"]))
     core.pre_tokenizer = WhitespaceSplit()
+    # Joins words with single spaces; saved with the tokenizer, so a reloaded copy decodes identically.
+    core.decoder = decoders.WordPiece(prefix="##", cleanup=False)
     core.post_processor = TemplateProcessing(
         single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])]
     )

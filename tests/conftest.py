@@ -10,3 +10,18 @@ def float64_and_seed():
     torch.manual_seed(0)
     yield
     torch.set_default_dtype(previous)
+
+
+@pytest.fixture(scope="session")
+def tiny_base(tmp_path_factory):
+    """A small built-in base (a few SFT steps, seconds to build), saved like the real one."""
+    from algos.sft import BaseModelRecipe, build_base_model
+    from algos.config import TaskConfig
+
+    out = tmp_path_factory.mktemp("tiny_base")
+    recipe = BaseModelRecipe(
+        hidden_size=32, layers=2, heads=2, steps=30, batch_size=32, eval_problems=8, max_new_tokens=24,
+        task=TaskConfig(min_steps=1, max_steps=3),
+    )
+    build_base_model(recipe, out)
+    return out

@@ -21,6 +21,8 @@ def test_saves_and_loads_with_auto_tokenizer(tmp_path):
     tokenizer.save_pretrained(tmp_path)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
     assert loaded("12 * 3 =")["input_ids"] == tokenizer("12 * 3 =")["input_ids"]
+    text = "12 * 3 = 10 ; answer 10"
+    assert loaded.decode(loaded(text)["input_ids"], skip_special_tokens=True) == text
     assert (loaded.pad_token, loaded.eos_token, loaded.padding_side) == ("<pad>", "<eos>", "left")
     batch = loaded(["1 + 2 =", "1 + 2 * 3 ="], padding=True)
     assert batch["input_ids"][0][0] == loaded.pad_token_id  # left padding for batched generation

@@ -1,0 +1,67 @@
+"""Prompt + response sequences and the forward passes that score them.
+
+A batch joins left-padded prompts (B, T_prompt) and right-padded responses (B, T) into one
+(B, T_prompt + T) sequence. Position ids count real tokens only, exactly as during generation, so
+the log-probabilities recomputed here equal the sampling distribution's. The distribution of
+response token t is read at column T_prompt - 1 + t.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import PreTrainedModel
+
+from algos.generation import position_ids
+from algos.logprobs import entropy_from_logits, token_logprobs
+
+
+@dataclass(frozen=True)
+class SequenceBatch:
+    """prompt_ids, prompt_mask: (B, T_prompt) left-padded. response_ids, response_mask: (B, T)."""
+
+    prompt_ids: torch.Tensor
+    prompt_mask: torch.Tensor
+    response_ids: torch.Tensor
+    response_mask: torch.Tensor
+
+    def rows(self, index: torch.Tensor) -> SequenceBatch:
+        """The sub-batch of the given row indices."""
+        return SequenceBatch(*(t[index] for t in (self.prompt_ids, self.prompt_mask, self.response_ids, self.response_mask)))
+
+    def model_inputs(self) -> dict[str, torch.Tensor]:
+        """input_ids, attention_mask and position_ids of the joined (B, T_prompt + T) sequences."""
+        attention = torch.cat([self.prompt_mask, self.response_mask], dim=-1).long()
+        return {
+            "input_ids": torch.cat([self.prompt_ids, self.response_ids], dim=-1),
+            "attention_mask": attention,
+            "position_ids": position_ids(attention),
+        }
+
+    @property
+    def tokens(self) -> int:
+        """Real (non-padding) tokens in the batch, prompts included."""
+        return int(self.prompt_mask.sum() + self.response_mask.sum())
+
+
+def response_logprobs(
+    model: PreTrainedModel, batch: SequenceBatch, temperature: float, with_entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """log π(o_t | q, o_<t) of each response token, (B, T), and optionally the entropy per token.
+
+    Logits are divided by the sampling temperature, so π is the distribution responses were drawn
+    from (verl's convention; TRL does the same).
+    """
+    response_length = batch.response_ids.shape[1]
+    logits = model(**batch.model_inputs(), logits_to_keep=response_length + 1).logits[:, :-1]  # (B, T, V)
+    logits = logits / temperature
+    entropy = entropy_from_logits(logits) if with_entropy else None
+    return token_logprobs(logits, batch.response_ids), entropy
+
+
+def response_values(critic: PreTrainedModel, batch: SequenceBatch) -> torch.Tensor:
+    """V(s_t) for each response token t, read where its log-probability is: (B, T)."""
+    response_length = batch.response_ids.shape[1]
+    scores = critic(**batch.model_inputs()).logits[..., 0]  # (B, T_prompt + T)
+    return scores[:, -response_length - 1 : -1].float()

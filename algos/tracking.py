@@ -1,0 +1,96 @@
+"""Experiment tracking: MLflow for browsing and comparing runs, a null tracker for offline use.
+
+The trainer always writes plain files in the run directory as well (``algos.run_files``), so
+nothing downstream needs MLflow; the tracker is for people. The default store is a local SQLite
+database (``sqlite:///mlflow.db``, artifacts under ``./mlruns``); ``tracking.uri`` or
+``$MLFLOW_TRACKING_URI`` point it anywhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from algos.config import TrackingConfig
+
+DEFAULT_URI = "sqlite:///mlflow.db"
+_MLFLOW_BATCH = 100  # MLflow's per-request limit on params and a safe chunk for metrics
+
+
+class Tracker(Protocol):
+    """What the trainer needs from a tracking backend."""
+
+    run_id: str | None
+
+    def log_params(self, params: Mapping[str, Any]) -> None: ...
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None: ...
+
+    def log_artifact(self, path: Path) -> None: ...
+
+    def finish(self, status: str) -> None: ...
+
+
+class NullTracker:
+    """Accepts everything, records nothing: keeps tests and offline runs free of a tracking store."""
+
+    run_id: str | None = None
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        pass
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        pass
+
+    def log_artifact(self, path: Path) -> None:
+        pass
+
+    def finish(self, status: str) -> None:
+        pass
+
+
+class MLflowTracker:
+    """One MLflow run; passing ``run_id`` continues that run (a resumed training run)."""
+
+    def __init__(self, cfg: TrackingConfig, run_name: str, tags: Mapping[str, str], run_id: str | None = None):
+        from mlflow.tracking import MlflowClient
+
+        self.client = MlflowClient(tracking_uri=cfg.uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
+        if run_id is None:
+            experiment = self.client.get_experiment_by_name(cfg.experiment)
+            experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(cfg.experiment)
+            run_id = self.client.create_run(experiment_id, run_name=run_name, tags=dict(tags)).info.run_id
+        else:
+            self.client.update_run(run_id, status="RUNNING")
+        self.run_id = run_id
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(key, str(value)) for key, value in params.items()]
+        for start in range(0, len(items), _MLFLOW_BATCH):
+            self.client.log_batch(self.run_id, params=items[start : start + _MLFLOW_BATCH])
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(key, float(value), now, step) for key, value in metrics.items()]
+        for start in range(0, len(items), _MLFLOW_BATCH):
+            self.client.log_batch(self.run_id, metrics=items[start : start + _MLFLOW_BATCH])
+
+    def log_artifact(self, path: Path) -> None:
+        self.client.log_artifact(self.run_id, str(path))
+
+    def finish(self, status: str) -> None:
+        self.client.set_terminated(self.run_id, status=status)
+
+
+def make_tracker(cfg: TrackingConfig, run_name: str, tags: Mapping[str, str], run_id: str | None = None) -> Tracker:
+    """The configured tracker (``tracking.backend``)."""
+    if cfg.backend == "none":
+        return NullTracker()
+    return MLflowTracker(cfg, run_name, tags, run_id)

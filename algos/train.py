@@ -1,0 +1,317 @@
+"""Train a policy with any preset: the one driver every algorithm runs through.
+
+Each step:
+  1. sample P prompts x G responses from π_old (the current policy, or the one k updates old
+     under ``rollout.policy_staleness``), grade them with the verifier, shape the reward;
+  2. under dynamic sampling, keep informative groups and sample more until P (or the round cap);
+  3. score the batch: log π_old, log π_ref (only with KL), values (only with a critic), advantages;
+  4. E epochs x M mini-batch updates of the composed loss (``algos.loss``);
+  5. log metrics (MLflow and ``metrics.jsonl``), evaluate held-out accuracy every few steps,
+     checkpoint.
+A critic with ``critic.pretrain_steps`` is first fitted alone to Monte-Carlo returns of the initial
+policy (VAPO's value pretraining). Everything random is seeded per (seed, step, purpose), so a run
+is deterministic on CPU and a killed run resumed from its checkpoint ends exactly where an
+uninterrupted one does.
+
+Python: ``train(load_config("dapo"), "runs/dapo")``; pass ``problems`` / ``eval_problems`` /
+``verifier`` to train on your own data. Command line:
+``python -m algos.train --preset dapo --out runs/dapo run.steps=80 seed=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import logging
+import resource
+import sys
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from tqdm import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from algos import run_files
+from algos.advantages import discounted_returns
+from algos.checkpoint import Checkpoint, latest_checkpoint, save_checkpoint
+from algos.config import RLConfig
+from algos.guardrails import warn_about
+from algos.models import ModelNotFoundError, load_critic, load_policy, load_tokenizer, uses_chat_template
+from algos.presets import ConfigError, config_to_dict, flatten, load_config
+from algos.provenance import run_tags
+from algos.rewards import token_rewards
+from algos.rollout import collect_rollout
+from algos.seeding import derive_seed
+from algos.tracking import Tracker, make_tracker
+from algos.update import Learner, update
+from eval.accuracy import Verifier, accuracy
+from eval.records import Problem
+from eval.tasks import TaskData, builtin_task, problem_list_task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Final metrics (held-out accuracies of the final policy and of the base) and where the policy is saved."""
+
+    metrics: dict[str, float]
+    checkpoint: Path
+    out: Path
+
+
+def _task_data(
+    cfg: RLConfig,
+    problems: Sequence[Problem] | None,
+    eval_problems: Mapping[str, Sequence[Problem]] | None,
+    verifier: Verifier | None,
+) -> TaskData:
+    if problems is None:
+        return builtin_task(cfg.task, cfg.run.eval_splits, cfg.run.eval_problems)
+    if verifier is None:
+        raise ValueError("training on your own problems needs a verifier(response, answer) -> bool")
+    return problem_list_task(problems, eval_problems or {}, verifier)
+
+
+def _accelerator(cfg: RLConfig) -> Accelerator:
+    if cfg.run.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("run.device=cuda but no CUDA device is visible; set run.device=cpu or auto")
+    use_cpu = cfg.run.device == "cpu" or not torch.cuda.is_available()
+    return Accelerator(cpu=use_cpu, mixed_precision=cfg.run.mixed_precision)
+
+
+def _peak_memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def evaluate(
+    cfg: RLConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, task: TaskData, chat: bool, step: int
+) -> dict[str, float]:
+    """Held-out accuracy per evaluation split, greedy and one sample at T = 1."""
+    device = next(policy.parameters()).device
+    metrics = {}
+    for split, problems in task.evaluation.items():
+        if not problems:
+            continue
+        common = dict(max_new_tokens=cfg.rollout.max_new_tokens, chat=chat)
+        metrics[f"eval/{split}/accuracy_greedy"] = accuracy(policy, tokenizer, problems, task.verifier, greedy=True, **common)
+        generator = torch.Generator(device).manual_seed(derive_seed(cfg.seed, "eval", step, split))
+        metrics[f"eval/{split}/accuracy_t1"] = accuracy(
+            policy, tokenizer, problems, task.verifier, greedy=False, temperature=1.0, generator=generator, **common
+        )
+    return metrics
+
+
+class _StalePolicy:
+    """Serves the policy as it was ``k`` optimizer updates ago (GEPO's heterogeneous setting).
+
+    Keeps the last k + 1 weight snapshots; the oldest is the sampling policy. With k = 0 the
+    current policy samples and nothing is copied.
+    """
+
+    def __init__(self, policy: PreTrainedModel, staleness: int, snapshots: list | None = None):
+        self.policy, self.staleness = policy, staleness
+        self.sampler = copy.deepcopy(policy) if staleness else policy
+        self.snapshots: deque = deque(snapshots or [self._snapshot()], maxlen=staleness + 1) if staleness else deque()
+
+    def _snapshot(self) -> dict[str, torch.Tensor]:
+        return {name: tensor.detach().clone() for name, tensor in self.policy.state_dict().items()}
+
+    def record_update(self) -> None:
+        if self.staleness:
+            self.snapshots.append(self._snapshot())
+
+    def current_sampler(self) -> PreTrainedModel:
+        if self.staleness:
+            self.sampler.load_state_dict(self.snapshots[0])
+        return self.sampler
+
+
+def _pretrain_critic(
+    cfg: RLConfig, learner: Learner, accelerator: Accelerator, tokenizer: PreTrainedTokenizerBase, task: TaskData, chat: bool
+) -> None:
+    """VAPO's value pretraining: critic-only updates towards Monte-Carlo returns of the initial policy."""
+    for index in range(cfg.critic.pretrain_steps):
+        seed = derive_seed(cfg.seed, "pretrain", index)
+        batch = collect_rollout(cfg, seed, learner.policy, tokenizer, task, chat, critic=learner.critic)
+        if batch.size == 0:
+            continue
+        mask = batch.sequences.response_mask.float()
+        rewards = token_rewards(cfg, batch.scores, mask, batch.old_logprobs, batch.ref_logprobs)
+        targets = discounted_returns(rewards, mask, cfg.advantage.gamma)
+        update(cfg, dataclasses.replace(batch, returns=targets), learner, accelerator, seed, critic_only=True)
+
+
+def train(
+    config: RLConfig,
+    out: str | Path,
+    problems: Sequence[Problem] | None = None,
+    eval_problems: Mapping[str, Sequence[Problem]] | None = None,
+    verifier: Verifier | None = None,
+    tracker: Tracker | None = None,
+    preset: str | None = None,
+) -> TrainResult:
+    """Train ``config`` into ``out`` (resuming from its checkpoint if there is one).
+
+    problems, eval_problems, verifier: your own training problems, held-out sets (split name ->
+    problems) and verifier(response, answer) -> bool; default: the built-in task. tracker:
+    overrides ``config.tracking`` (e.g. a NullTracker in tests).
+    """
+    cfg, out = config, Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    task = _task_data(cfg, problems, eval_problems, verifier)
+    warnings = warn_about(cfg, task.longest_solution_tokens)
+    accelerator = _accelerator(cfg)
+    resumed: Checkpoint | None = latest_checkpoint(out)
+    state = resumed.state() if resumed else {}
+    source = dataclasses.replace(cfg.model, name_or_path=str(resumed.policy)) if resumed else cfg.model
+
+    tokenizer = load_tokenizer(cfg.model)
+    chat = uses_chat_template(cfg.model, tokenizer)
+    policy = load_policy(source)
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    policy, optimizer = accelerator.prepare(policy, optimizer)
+    learner = Learner(policy, optimizer)
+    if cfg.critic.enabled:
+        critic_source = dataclasses.replace(cfg.model, name_or_path=str(resumed.critic)) if resumed else cfg.model
+        critic = load_critic(critic_source)
+        critic_optimizer = torch.optim.AdamW(critic.parameters(), lr=cfg.critic.lr, weight_decay=cfg.optim.weight_decay)
+        learner.critic, learner.critic_optimizer = accelerator.prepare(critic, critic_optimizer)
+    reference = None
+    if cfg.kl.coef > 0:
+        reference = accelerator.prepare(load_policy(cfg.model)).eval().requires_grad_(False)
+    stale = _StalePolicy(policy, cfg.rollout.policy_staleness, state.get("snapshots"))
+    if resumed:
+        optimizer.load_state_dict(state["optimizer"])
+        if learner.critic_optimizer is not None:
+            learner.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        run_files.truncate_metrics(out, state["step"])
+
+    tags = run_tags(cfg, preset, accelerator.device)
+    if tracker is None:
+        tracker = make_tracker(cfg.tracking, cfg.tracking.run_name or out.name, tags, state.get("tracker_run_id"))
+    if not resumed:
+        run_files.write_config(out, config_to_dict(cfg))
+        run_files.write_json(out / run_files.RUN_FILE, {**tags, "warnings": warnings, "tracker_run_id": tracker.run_id})
+        tracker.log_params(flatten(config_to_dict(cfg)))
+        tracker.log_artifact(out / run_files.CONFIG_FILE)
+
+    def checkpoint(step: int, train_seconds: float) -> Checkpoint:
+        return save_checkpoint(
+            out,
+            accelerator.unwrap_model(learner.policy),
+            tokenizer,
+            accelerator.unwrap_model(learner.critic) if learner.critic is not None else None,
+            {
+                "step": step,
+                "optimizer": optimizer.state_dict(),
+                "critic_optimizer": learner.critic_optimizer.state_dict() if learner.critic_optimizer else None,
+                "snapshots": list(stale.snapshots),
+                "train_seconds": train_seconds,
+                "tracker_run_id": tracker.run_id,
+            },
+        )
+
+    def log_step(step: int, metrics: dict[str, float]) -> None:
+        run_files.append_metrics(out, step, metrics)
+        tracker.log_metrics(metrics, step)
+
+    train_seconds = state.get("train_seconds", 0.0)
+    if not resumed:
+        _pretrain_critic(cfg, learner, accelerator, tokenizer, task, chat)
+        log_step(0, evaluate(cfg, accelerator.unwrap_model(policy), tokenizer, task, chat, 0))
+        latest = checkpoint(0, train_seconds)
+    else:
+        latest = resumed
+
+    start = state.get("step", 0) + 1
+    with _progress(cfg.run.steps, start) as progress:
+        for step in range(start, cfg.run.steps + 1):
+            step_started = time.perf_counter()
+            step_seed = derive_seed(cfg.seed, "step", step)
+            batch = collect_rollout(
+                cfg, step_seed, stale.current_sampler(), tokenizer, task, chat, reference, learner.critic
+            )
+            update_started = time.perf_counter()
+            metrics = dict(batch.metrics)
+            metrics.update(update(cfg, batch, learner, accelerator, step_seed, stale.record_update))
+            update_seconds = time.perf_counter() - update_started
+            trained_tokens = batch.sequences.tokens * cfg.optim.epochs
+            train_seconds += time.perf_counter() - step_started
+            metrics.update(
+                {
+                    "perf/train_tokens_per_s": trained_tokens / max(update_seconds, 1e-9),
+                    "perf/step_seconds": time.perf_counter() - step_started,
+                    "perf/train_seconds_total": train_seconds,
+                    "perf/peak_memory_mb": _peak_memory_mb(accelerator.device),
+                }
+            )
+            if step == cfg.run.steps or (cfg.run.eval_every and step % cfg.run.eval_every == 0):
+                metrics.update(evaluate(cfg, accelerator.unwrap_model(policy), tokenizer, task, chat, step))
+            log_step(step, metrics)
+            if step == cfg.run.steps or (cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0):
+                latest = checkpoint(step, train_seconds)
+            progress.update(1)
+            progress.set_postfix(acc=f"{metrics['rollout/accuracy']:.2f}", len=f"{metrics['rollout/response_length_mean']:.0f}")
+
+    final = _final_metrics(out, latest)
+    run_files.write_json(out / run_files.FINAL_FILE, final)
+    for name in (run_files.FINAL_FILE, run_files.METRICS_FILE):
+        tracker.log_artifact(out / name)
+    tracker.finish("FINISHED")
+    return TrainResult(metrics=final, checkpoint=latest.policy, out=out)
+
+
+def _progress(total: int, start: int) -> tqdm:
+    return tqdm(total=total, initial=start - 1, desc="RL steps", unit="step")
+
+
+def _final_metrics(out: Path, latest: Checkpoint) -> dict:
+    """Final and base (step 0) evaluation, the run's mean throughput and its checkpoint path."""
+    rows = run_files.read_metrics(out)
+    base = {f"base/{k}": v for k, v in rows[0].items() if k.startswith("eval/")}
+    final = {k: v for k, v in rows[-1].items() if k.startswith("eval/")}
+    training = [row for row in rows if row["step"] > 0]
+    summary = {
+        "steps": rows[-1]["step"],
+        "checkpoint": str(latest.policy),
+        **base,
+        **final,
+    }
+    if training:
+        summary["perf/train_seconds_total"] = training[-1]["perf/train_seconds_total"]
+        summary["perf/peak_memory_mb"] = max(row["perf/peak_memory_mb"] for row in training)
+        for key in ("perf/gen_tokens_per_s", "perf/train_tokens_per_s"):
+            summary[key] = sum(row[key] for row in training) / len(training)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m algos.train", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", help="algorithm preset (python -m algos.presets --list)")
+    parser.add_argument("--config", action="append", default=[], help="YAML file of overrides (repeatable)")
+    parser.add_argument("--out", required=True, type=Path, help="run directory (resumed if it holds a checkpoint)")
+    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. run.steps=80 seed=1")
+    args = parser.parse_args(argv)
+    logging.basicConfig(format="%(levelname)s: %(message)s", level=logging.INFO)
+    try:
+        cfg = load_config(args.preset, args.config, args.overrides)
+        result = train(cfg, args.out, preset=args.preset)
+    except (ConfigError, ModelNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result.metrics, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

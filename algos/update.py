@@ -1,0 +1,152 @@
+"""Policy (and critic) updates on one rollout batch: E epochs x M mini-batches, with gradient accumulation.
+
+Each mini-batch is one optimizer step. Its loss is normalised by the whole mini-batch's
+denominators, so splitting it into micro-batches changes memory, not the gradient. An update whose
+loss or gradient norm is not finite is skipped (no optimizer step, gradients dropped) and counted,
+so a bad batch can never write NaNs into the weights or a checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from accelerate import Accelerator
+from transformers import PreTrainedModel
+
+from algos.config import RLConfig
+from algos.loss import LossInputs, compose_loss, mini_batch_denominators
+from algos.rollout import RolloutBatch
+from algos.seeding import derive_seed
+from algos.sequences import response_logprobs, response_values
+
+log = logging.getLogger(__name__)
+
+ADDITIVE_METRICS = frozenset(
+    {"actor/pg_loss", "actor/kl_loss", "actor/pos_lm_loss", "actor/policy_loss", "critic/value_loss"}
+)
+"""Loss terms that add up over micro-batches (mini-batch-wide denominators); other diagnostics are token-weighted means."""
+
+
+@dataclass
+class Learner:
+    """The trainable models and their optimizers; the critic pair is None without a value model."""
+
+    policy: PreTrainedModel
+    optimizer: torch.optim.Optimizer
+    critic: PreTrainedModel | None = None
+    critic_optimizer: torch.optim.Optimizer | None = None
+
+
+def _micro_batches(cfg: RLConfig, rows: torch.Tensor) -> list[torch.Tensor]:
+    size = cfg.optim.micro_batch_size or rows.numel()
+    return list(rows.split(size))
+
+
+def _merge_micro(metrics: list[tuple[dict[str, float], float]]) -> dict[str, float]:
+    """Combine micro-batch metrics: additive losses are summed, diagnostics weighted by response tokens."""
+    total_weight = sum(weight for _, weight in metrics) or 1.0
+    merged: dict[str, float] = {}
+    for values, weight in metrics:
+        for key, value in values.items():
+            share = 1.0 if key in ADDITIVE_METRICS else weight / total_weight
+            merged[key] = merged.get(key, 0.0) + share * value
+    return merged
+
+
+def _grad_norm(parameters: list[torch.nn.Parameter], max_norm: float | None, accelerator: Accelerator) -> float:
+    return float(accelerator.clip_grad_norm_(parameters, max_norm if max_norm is not None else math.inf))
+
+
+def _optimizer_step(
+    cfg: RLConfig, learner: Learner, accelerator: Accelerator, finite_loss: bool, critic_only: bool
+) -> dict[str, float]:
+    metrics = {}
+    pairs = [] if critic_only else [("actor", learner.policy, learner.optimizer)]
+    if learner.critic is not None:
+        pairs.append(("critic", learner.critic, learner.critic_optimizer))
+    norms = {name: _grad_norm(list(model.parameters()), cfg.optim.max_grad_norm, accelerator) for name, model, _ in pairs}
+    finite = finite_loss and all(math.isfinite(norm) for norm in norms.values())
+    for name, _, optimizer in pairs:
+        if finite:
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        metrics[f"{name}/grad_norm"] = norms[name]
+        metrics[f"{name}/lr"] = optimizer.param_groups[0]["lr"]
+    metrics["actor/nonfinite_skipped"] = 0.0 if finite else 1.0
+    if not finite:
+        log.warning("non-finite loss or gradient norm %s: update skipped", norms)
+    return metrics
+
+
+def _loss_inputs(cfg: RLConfig, batch: RolloutBatch, rows: torch.Tensor, learner: Learner, critic_only: bool) -> LossInputs:
+    sequences = batch.sequences.rows(rows)
+    wants_entropy_grad = cfg.policy_loss.entropy_coef > 0
+    if critic_only:
+        logprobs, entropy = batch.old_logprobs[rows], None
+    else:
+        logprobs, entropy = response_logprobs(learner.policy, sequences, cfg.rollout.temperature, with_entropy=True)
+        entropy = entropy if wants_entropy_grad else entropy.detach()
+    optional = lambda t: t[rows] if t is not None else None  # noqa: E731
+    return LossInputs(
+        logprobs=logprobs,
+        old_logprobs=batch.old_logprobs[rows],
+        advantages=batch.advantages[rows],
+        mask=sequences.response_mask.float(),
+        truncated=batch.truncated[rows],
+        correct=batch.correct[rows],
+        ref_logprobs=optional(batch.ref_logprobs),
+        entropy=entropy,
+        group_expectation=optional(batch.group_expectation),
+        values=response_values(learner.critic, sequences) if learner.critic is not None else None,
+        old_values=optional(batch.old_values),
+        returns=optional(batch.returns),
+    )
+
+
+def update(
+    cfg: RLConfig,
+    batch: RolloutBatch,
+    learner: Learner,
+    accelerator: Accelerator,
+    step_seed: int,
+    after_optimizer_step: Callable[[], None] = lambda: None,
+    critic_only: bool = False,
+) -> dict[str, float]:
+    """Run E epochs of M mini-batch updates on ``batch``; return step metrics averaged over updates.
+
+    ``critic_only`` trains the value model alone (value pretraining): the policy terms are computed
+    on the sampling log-probabilities, so they carry no gradient, and only the critic steps.
+    """
+    if batch.size == 0:
+        return {"actor/nonfinite_skipped": 0.0}
+    learner.policy.train()
+    if learner.critic is not None:
+        learner.critic.train()
+    updates: list[dict[str, float]] = []
+    for epoch in range(cfg.optim.epochs):
+        generator = torch.Generator().manual_seed(derive_seed(step_seed, "epoch", epoch))
+        order = torch.randperm(batch.size, generator=generator).to(batch.correct.device)
+        for rows in order.tensor_split(min(cfg.optim.mini_batches, batch.size)):
+            denominators = mini_batch_denominators(
+                cfg, batch.sequences.response_mask[rows].float(), batch.truncated[rows], batch.correct[rows]
+            )
+            micro_metrics, finite = [], True
+            for micro in _micro_batches(cfg, rows):
+                with accelerator.autocast():
+                    output = compose_loss(cfg, _loss_inputs(cfg, batch, micro, learner, critic_only), denominators)
+                finite = finite and bool(torch.isfinite(output.total))
+                if finite:
+                    accelerator.backward(output.total if not critic_only else output.value)
+                micro_metrics.append((output.metrics, float(batch.sequences.response_mask[micro].sum())))
+            metrics = _merge_micro(micro_metrics)
+            metrics.update(_optimizer_step(cfg, learner, accelerator, finite, critic_only))
+            updates.append(metrics)
+            if not critic_only:
+                after_optimizer_step()
+    step_metrics = {key: sum(u.get(key, 0.0) for u in updates) / len(updates) for key in updates[0]}
+    step_metrics["actor/nonfinite_skipped"] = sum(u["actor/nonfinite_skipped"] for u in updates)
+    return step_metrics

@@ -1,0 +1,53 @@
+"""Held-out accuracy of a policy: generate one response per problem and grade it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from algos.generation import generate
+from algos.models import encode_prompts
+from eval.records import Problem
+
+Verifier = Callable[[str, str], bool]
+"""(response text, reference answer) -> whether the response is correct."""
+
+
+@torch.no_grad()
+def accuracy(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    problems: Sequence[Problem],
+    verifier: Verifier,
+    max_new_tokens: int,
+    greedy: bool,
+    temperature: float = 1.0,
+    chat: bool = False,
+    batch_size: int = 128,
+    generator: torch.Generator | None = None,
+) -> float:
+    """Fraction of ``problems`` answered correctly: greedy decoding, or one sample at ``temperature``."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    correct = 0
+    for start in range(0, len(problems), batch_size):
+        chunk = problems[start : start + batch_size]
+        prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat)
+        result = generate(
+            model,
+            prompt_ids.to(device),
+            prompt_mask.to(device),
+            max_new_tokens,
+            tokenizer.eos_token_id,
+            tokenizer.pad_token_id,
+            temperature=temperature,
+            greedy=greedy,
+            generator=generator,
+        )
+        texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
+        correct += sum(verifier(text, p.answer) for text, p in zip(texts, chunk, strict=True))
+    model.train(was_training)
+    return correct / len(problems)

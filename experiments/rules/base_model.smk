@@ -1,0 +1,12 @@
+rule base_model:
+    """Train the built-in base (a tiny Llama-architecture LM) from scratch on worked solutions of the synthetic task."""
+    output:
+        model=directory("results/base_model"),
+    log:
+        "results/logs/base_model.log",
+    conda:
+        "../envs/harness.yml"
+    message:
+        "Building the built-in base model (supervised warm-up from scratch)"
+    shell:
+        "python -m algos.sft --out {output.model} > {log} 2>&1"

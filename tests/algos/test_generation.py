@@ -1,0 +1,72 @@
+import pytest
+import torch
+
+from algos.config import ModelConfig
+from algos.generation import generate, position_ids, sample_tokens
+from algos.models import encode_prompts, load_policy, load_tokenizer
+from algos.sequences import SequenceBatch, response_logprobs
+
+PROMPTS = ["1 + 2 =", "3 * 4 - 5 + 6 =", "7 - 8 * 9 + 1 - 2 + 3 ="]
+
+
+@pytest.fixture
+def policy(tiny_base):
+    cfg = ModelConfig(name_or_path=str(tiny_base))
+    return load_policy(cfg).eval(), load_tokenizer(cfg)
+
+
+def _generate(model, tokenizer, prompts, **kwargs):
+    ids, mask = encode_prompts(tokenizer, prompts, chat=False)
+    return ids, mask, generate(model, ids, mask, 12, tokenizer.eos_token_id, tokenizer.pad_token_id, **kwargs)
+
+
+def test_position_ids_count_real_tokens_only():
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 0, 1]])
+    assert position_ids(mask).tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4], [0, 0, 1, 1, 2]]
+
+
+def test_left_padded_batch_decodes_like_each_prompt_alone(policy):
+    model, tokenizer = policy
+    _, _, batched = _generate(model, tokenizer, PROMPTS, greedy=True)
+    for row, prompt in enumerate(PROMPTS):
+        _, _, alone = _generate(model, tokenizer, [prompt], greedy=True)
+        width = alone.response_ids.shape[1]
+        assert batched.response_ids[row, :width].tolist() == alone.response_ids[0].tolist()
+        assert batched.response_mask[row].sum() == alone.response_mask[0].sum()
+
+
+def test_masks_end_at_eos_and_flag_truncation(policy):
+    model, tokenizer = policy
+    _, _, result = _generate(model, tokenizer, PROMPTS * 4, generator=torch.Generator().manual_seed(3))
+    for ids, mask, truncated in zip(result.response_ids, result.response_mask, result.truncated, strict=True):
+        length = int(mask.sum())
+        assert mask[:length].all() and not mask[length:].any()
+        ended = (ids[:length] == tokenizer.eos_token_id).nonzero().flatten().tolist()
+        assert ended == ([] if truncated else [length - 1])
+        assert (ids[length:] == tokenizer.pad_token_id).all()
+
+
+def test_same_generator_seed_gives_same_samples(policy):
+    model, tokenizer = policy
+    first = _generate(model, tokenizer, PROMPTS, generator=torch.Generator().manual_seed(7))[2]
+    again = _generate(model, tokenizer, PROMPTS, generator=torch.Generator().manual_seed(7))[2]
+    assert torch.equal(first.response_ids, again.response_ids)
+
+
+def test_tiny_top_p_is_greedy():
+    logits = torch.tensor([[0.1, 2.0, 0.3], [1.5, 0.0, 1.4]])
+    tokens = sample_tokens(logits, 1.0, 1e-6, torch.Generator().manual_seed(0))
+    assert tokens.tolist() == [1, 0]
+
+
+def test_recomputed_logprobs_match_an_unpadded_forward(policy):
+    model, tokenizer = policy
+    ids, mask, result = _generate(model, tokenizer, PROMPTS, generator=torch.Generator().manual_seed(1))
+    batch = SequenceBatch(ids, mask, result.response_ids, result.response_mask)
+    logprobs, _ = response_logprobs(model, batch, temperature=0.7)
+    for row in range(len(PROMPTS)):
+        prompt = ids[row][mask[row].bool()]
+        response = result.response_ids[row][result.response_mask[row].bool()]
+        logits = model(torch.cat([prompt, response]).unsqueeze(0)).logits[0, len(prompt) - 1 : -1] / 0.7
+        alone = torch.log_softmax(logits.float(), -1).gather(-1, response.unsqueeze(-1)).squeeze(-1)
+        torch.testing.assert_close(logprobs[row, : len(response)], alone, atol=1e-5, rtol=1e-5)

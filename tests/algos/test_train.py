@@ -1,0 +1,197 @@
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from algos import run_files
+from algos.checkpoint import latest_checkpoint
+from algos.presets import available_presets, load_config
+from algos.tracking import NullTracker
+from algos.train import main, train
+from eval.records import Problem
+from eval.synthetic import ChainTask
+from eval.tokenizer import build_tokenizer
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+MONITORED = {
+    "rollout/reward_mean", "rollout/reward_std", "rollout/accuracy", "rollout/response_length_mean",
+    "rollout/response_length_max", "rollout/truncated_frac", "rollout/zero_variance_groups_filtered_frac",
+    "rollout/generation_rounds", "actor/entropy", "actor/clip_frac_low", "actor/clip_frac_high",
+    "actor/approx_kl_old", "actor/grad_norm", "actor/lr", "perf/gen_tokens_per_s", "perf/train_tokens_per_s",
+}
+"""ALGORITHMS.md §4: what every run logs (KL to π_ref and critic metrics only where those exist)."""
+
+
+@pytest.fixture(autouse=True)
+def float32():
+    torch.set_default_dtype(torch.float32)
+
+
+def tiny_overrides(base: Path, **extra) -> list[str]:
+    settings = {
+        "model.name_or_path": str(base),
+        "task.min_steps": 1,
+        "task.max_steps": 3,
+        "rollout.prompts_per_step": 4,
+        "rollout.group_size": 4,
+        "rollout.max_new_tokens": 20,
+        "optim.mini_batches": 2,
+        "run.steps": 3,
+        "run.eval_every": 2,
+        "run.eval_problems": 8,
+        "run.checkpoint_every": 1,
+        "tracking.backend": "none",
+        **extra,
+    }
+    return [f"{key}={value}" for key, value in settings.items()]
+
+
+def comparable(rows):
+    """Metrics that must replay exactly (timings and memory naturally differ)."""
+    return [{k: v for k, v in row.items() if not k.startswith("perf/")} for row in rows]
+
+
+@pytest.mark.parametrize("preset", [p for p in available_presets() if p != "reinforce_pp_baseline"])
+def test_every_preset_trains_and_logs_the_monitoring_metrics(preset, tiny_base, tmp_path):
+    extra = {"rollout.prompts_per_step": 8} if preset == "ppo" else {}
+    cfg = load_config(preset, overrides=tiny_overrides(tiny_base, **extra) + ["run.steps=2"])
+    if cfg.critic.pretrain_steps:
+        cfg = load_config(preset, overrides=tiny_overrides(tiny_base, **extra) + ["run.steps=2", "critic.pretrain_steps=2"])
+    result = train(cfg, tmp_path, preset=preset)
+    rows = run_files.read_metrics(tmp_path)
+    assert [row["step"] for row in rows] == [0, 1, 2]
+    logged = set(rows[1]) | set(rows[2])
+    expected = set(MONITORED)
+    if cfg.kl.coef > 0:
+        expected.add("actor/kl_ref")
+    if cfg.critic.enabled:
+        expected |= {"critic/value_loss", "critic/explained_variance", "critic/grad_norm"}
+    assert expected <= logged
+    assert all(math.isfinite(v) for row in rows for v in row.values())
+    assert {"eval/test/accuracy_greedy", "base/eval/test/accuracy_t1"} <= set(result.metrics)
+    assert (result.checkpoint / "model.safetensors").is_file()
+
+
+def test_same_config_and_seed_give_identical_metrics(tiny_base, tmp_path):
+    cfg = load_config("dapo", overrides=tiny_overrides(tiny_base))
+    train(cfg, tmp_path / "a")
+    train(cfg, tmp_path / "b")
+    first, second = (comparable(run_files.read_metrics(tmp_path / name)) for name in "ab")
+    assert first == second and len(first) == 4
+    changed = load_config("dapo", overrides=tiny_overrides(tiny_base, seed=1))
+    train(changed, tmp_path / "c")
+    assert comparable(run_files.read_metrics(tmp_path / "c")) != first
+
+
+def test_killed_run_resumes_to_the_same_final_metrics(tiny_base, tmp_path):
+    overrides = tiny_overrides(tiny_base, **{"run.steps": 6})
+    train(load_config("grpo", overrides=overrides), tmp_path / "straight")
+
+    resumed = tmp_path / "resumed"
+    command = [sys.executable, "-m", "algos.train", "--preset", "grpo", "--out", str(resumed), *overrides]
+    process = subprocess.Popen(command, cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        checkpoint = latest_checkpoint(resumed)
+        if checkpoint is not None and checkpoint.state()["step"] >= 2:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed_at = latest_checkpoint(resumed).state()["step"]
+    assert 2 <= killed_at < 6, "the run must be killed part-way"
+
+    assert subprocess.run(command, cwd=PROJECT, capture_output=True).returncode == 0
+    straight = json.loads((tmp_path / "straight" / run_files.FINAL_FILE).read_text())
+    again = json.loads((resumed / run_files.FINAL_FILE).read_text())
+    drop = lambda d: {k: v for k, v in d.items() if not k.startswith("perf/") and k != "checkpoint"}  # noqa: E731
+    assert drop(again) == drop(straight)
+    assert comparable(run_files.read_metrics(resumed)) == comparable(run_files.read_metrics(tmp_path / "straight"))
+
+
+def test_non_finite_loss_skips_the_update_and_keeps_weights_finite(tiny_base, tmp_path, monkeypatch):
+    import algos.update as update_module
+
+    real = update_module.compose_loss
+    calls = {"n": 0}
+
+    def poisoned(cfg, batch, denominators):
+        output = real(cfg, batch, denominators)
+        calls["n"] += 1
+        if calls["n"] == 1:  # the first mini-batch of the run
+            return type(output)(output.total * float("nan"), output.policy, output.value, output.metrics)
+        return output
+
+    monkeypatch.setattr(update_module, "compose_loss", poisoned)
+    cfg = load_config("grpo", overrides=tiny_overrides(tiny_base, **{"run.steps": 1}))
+    problems = [Problem(id=str(i), prompt=f"{i % 10} + 1 =", answer="") for i in range(20)]
+    length_parity = lambda response, answer: len(response.split()) % 2 == 0  # noqa: E731  (gives every group variance)
+    train(cfg, tmp_path, problems=problems, eval_problems={}, verifier=length_parity)
+    step = run_files.read_metrics(tmp_path)[1]
+    assert step["actor/nonfinite_skipped"] == 1.0
+    weights = load_file(latest_checkpoint(tmp_path).policy / "model.safetensors")
+    assert all(torch.isfinite(t).all() for t in weights.values())
+    initial = load_file(tiny_base / "model.safetensors")
+    assert any(not torch.equal(weights[k], initial[k]) for k in initial), "the second mini-batch still updates"
+
+
+def test_user_problems_and_verifier(tiny_base, tmp_path):
+    problems = [Problem(id=str(i), prompt=f"{i % 10} + 1 =", answer=str((i + 1) % 10)) for i in range(20)]
+    calls = []
+
+    def verifier(response: str, answer: str) -> bool:
+        calls.append(answer)
+        return response.strip().endswith(answer)
+
+    cfg = load_config("grpo", overrides=tiny_overrides(tiny_base, **{"run.steps": 1}))
+    result = train(cfg, tmp_path, problems=problems, eval_problems={"mine": problems[:4]}, verifier=verifier, tracker=NullTracker())
+    assert "eval/mine/accuracy_greedy" in result.metrics
+    assert len(calls) >= 16
+
+
+def test_saved_base_loads_with_auto_classes_and_generates(tiny_base):
+    model = AutoModelForCausalLM.from_pretrained(tiny_base)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_base)
+    encoded = tokenizer(["1 + 2 =", "3 * 4 - 5 ="], return_tensors="pt", padding=True)
+    output = model.generate(**encoded, max_new_tokens=8, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+    assert output.shape[0] == 2 and output.shape[1] > encoded["input_ids"].shape[1]
+    built = build_tokenizer(ChainTask(1, 3))
+    for problem in ChainTask(1, 3).problems("train", 20):
+        text = f"{problem.prompt} {problem.solution}"
+        assert tokenizer(text)["input_ids"] == built(text)["input_ids"]
+        assert tokenizer.decode(tokenizer(text)["input_ids"], skip_special_tokens=True) == text
+    record = json.loads((tiny_base / "base_model.json").read_text())
+    assert 0.0 <= record["validation_accuracy_t1"] <= 1.0
+
+
+def test_mlflow_run_records_params_metrics_tags_and_artifacts(tiny_base, tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    overrides = tiny_overrides(tiny_base, **{"run.steps": 1, "tracking.backend": "mlflow", "tracking.uri": uri})
+    monkeypatch.chdir(tmp_path)  # artifacts of a sqlite store land in ./mlruns
+    train(load_config("dapo", overrides=overrides), tmp_path / "run", preset="dapo")
+    client = MlflowClient(tracking_uri=uri)
+    run = client.search_runs([client.get_experiment_by_name("rl-harness").experiment_id])[0]
+    assert run.data.params["policy_loss.clip_eps_high"] == "0.28"
+    assert {"preset", "seed", "config_hash", "git_commit", "hardware", "version.torch"} <= set(run.data.tags)
+    assert run.data.tags["preset"] == "dapo"
+    assert "rollout/accuracy" in run.data.metrics and "eval/test/accuracy_greedy" in run.data.metrics
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"config.yaml", "final_metrics.json", "metrics.jsonl"} <= artifacts
+
+
+def test_command_line_errors_name_the_problem(tmp_path, capsys):
+    assert main(["--preset", "nope", "--out", str(tmp_path)]) == 2
+    assert "nope" in capsys.readouterr().err
+    assert main(["--out", str(tmp_path), f"model.name_or_path={tmp_path / 'missing'}"]) == 2
+    assert "python -m algos.sft" in capsys.readouterr().err
