@@ -55,6 +55,9 @@ class _Sampled:
     truncated: torch.Tensor
     scores: torch.Tensor
 
+    def rows(self, index: torch.Tensor) -> _Sampled:
+        return _Sampled(self.sequences.rows(index), self.correct[index], self.truncated[index], self.scores[index])
+
 
 def _pad_cat(tensors: list[torch.Tensor], value: int, left: bool) -> torch.Tensor:
     """Concatenate (N_i, T_i) tensors along rows, padding each to the widest T on the left or right."""
@@ -151,7 +154,7 @@ def collect_rollout(
         generated.append(sampled)
         keep = keep_groups(cfg, sampled.correct, sampled.scores).repeat_interleave(group)  # (P*G,)
         index = keep.nonzero().squeeze(-1)
-        kept.append(_Sampled(sampled.sequences.rows(index), sampled.correct[index], sampled.truncated[index], sampled.scores[index]))
+        kept.append(sampled.rows(index))
         kept_groups = sum(k.correct.numel() for k in kept) // group
         if not cfg.dynamic_sampling.enabled or kept_groups >= wanted or rounds >= cfg.dynamic_sampling.max_rounds:
             break
@@ -162,11 +165,10 @@ def collect_rollout(
 
     batch = _concat(kept, tokenizer.pad_token_id)
     rows = torch.arange(min(kept_groups, wanted) * group, device=batch.correct.device)
-    batch = _Sampled(batch.sequences.rows(rows), batch.correct[rows], batch.truncated[rows], batch.scores[rows])
-    return score_rollout(cfg, batch, sampler, reference, critic, metrics)
+    return _score_rollout(cfg, batch.rows(rows), sampler, reference, critic, metrics)
 
 
-def score_rollout(
+def _score_rollout(
     cfg: RLConfig,
     batch: _Sampled,
     sampler: PreTrainedModel,
