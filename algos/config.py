@@ -243,7 +243,7 @@ class RolloutConfig:
 
     prompts_per_step: PositiveInt = Field(16, description="P, prompts per rollout batch (DAPO, VAPO: 512).")
     group_size: PositiveInt = Field(8, description="G, responses per prompt (DAPO, VAPO: 16; PPO: 1).")
-    max_new_tokens: PositiveInt = Field(64, description="Generation budget in tokens (DAPO: 20480).")
+    max_new_tokens: PositiveInt = Field(32, description="Generation budget in tokens (DAPO: 20480).")
     temperature: Positive = Field(1.0, description="Sampling temperature (DAPO, VAPO: 1.0).")
     top_p: Annotated[float, Field(gt=0.0, le=1.0)] = Field(1.0, description="Nucleus sampling top-p (1.0 = off).")
     policy_staleness: Annotated[int, Field(ge=0)] = Field(
@@ -306,9 +306,9 @@ class ModelConfig:
 class TaskConfig:
     """The built-in chained-arithmetic task (see eval.synthetic); ignored when problems are passed in."""
 
-    min_steps: PositiveInt = Field(2, description="Fewest operations in a problem (solution 6*steps + 2 tokens).")
+    min_steps: PositiveInt = Field(2, description="Fewest operations in a problem (solution 4*steps + 3 tokens).")
     max_steps: PositiveInt = Field(
-        12, description="Most operations; 12 steps need 74 tokens, beyond the default 64-token budget."
+        8, description="Most operations; 8 steps need 35 tokens and the end-of-sequence token, beyond the default 32-token budget."
     )
     modulus: Annotated[int, Field(ge=2)] = Field(10, description="Arithmetic is modulo this number.")
 

@@ -1,15 +1,22 @@
-"""The built-in verifiable reasoning task: chained modular arithmetic with a chain of thought.
+"""The built-in verifiable reasoning task: chained modular arithmetic worked out on a worksheet.
 
-A problem is a start digit and a chain of operations, evaluated left to right modulo ``modulus``::
+A problem is a start digit and a chain of operations, evaluated left to right modulo ``modulus``.
+The prompt is a worksheet with a blank after every operation; the solution fills in the blanks in
+order, each result feeding the next operation, and then states the answer::
 
-    prompt:    7 + 3 * 2 - 5 =
-    solution:  7 + 3 = 0 ; 0 * 2 = 0 ; 0 - 5 = 5 ; answer 5
+    prompt:    7 + 3 = ? * 2 = ? - 5 = ? . . . . ;
+    solution:  + 3 = 0 * 2 = 0 - 5 = 5 ; answer 5
 
 Every step depends on the previous result, so the answer cannot be looked up: the model has to
 carry the computation through the whole chain. The number of operations (the difficulty knob,
-uniform in [min_steps, max_steps]) sets the solution's length, 6 tokens per step plus 2, so with a
+uniform in [min_steps, max_steps]) sets the solution's length, 4 tokens per step plus 3, so with a
 wide range some correct solutions exceed a short generation budget — which gives overlong
 filtering and the soft overlong punishment something to act on.
+
+Every worksheet has ``max_steps`` lines; the unused ones are filled with ``.``. Line k of the
+solution then always sits at the same distance from line k of the prompt, so copying an operation
+is a fixed-offset lookup that a tiny model learns in a few hundred steps, and what separates a
+weak model from a strong one is the arithmetic carried along the chain.
 
 Splits are disjoint by construction: a problem belongs to the split its text hashes to, so train,
 validation and test never share a problem, whatever the seeds and sizes. The same :func:`grade`
@@ -30,6 +37,11 @@ SPLITS = {"train": (0, 80), "validation": (80, 90), "test": (90, 100)}
 
 OPERATIONS = {"+": lambda a, b, m: (a + b) % m, "-": lambda a, b, m: (a - b) % m, "*": lambda a, b, m: (a * b) % m}
 ANSWER_PATTERN = re.compile(r"answer\s+(-?\d+)\s*$")
+BLANK = "?"
+"""Marks a result the solution fills in."""
+FILLER = "."
+"""Fills the unused lines of a worksheet."""
+PROMPT_END = ";"
 
 
 @dataclass(frozen=True)
@@ -37,7 +49,7 @@ class ChainTask:
     """The task's knobs. Token counts assume whitespace-separated symbols (one token each)."""
 
     min_steps: int = 2
-    max_steps: int = 12
+    max_steps: int = 8
     modulus: int = 10
 
     def __post_init__(self) -> None:
@@ -49,7 +61,11 @@ class ChainTask:
     @staticmethod
     def solution_tokens(steps: int) -> int:
         """Length in tokens of the worked solution of a ``steps``-operation problem."""
-        return 6 * steps + 2
+        return 4 * steps + 3
+
+    def prompt_tokens(self) -> int:
+        """Length in tokens of every prompt (the worksheet has ``max_steps`` lines)."""
+        return 4 * self.max_steps + 2
 
     def problems(self, split: str, count: int, seed: int = 0) -> list[Problem]:
         """``count`` distinct problems of ``split``, deterministic in (task knobs, split, count, seed)."""
@@ -76,12 +92,12 @@ class ChainTask:
         chain = [(rng.choice(list(OPERATIONS)), rng.randrange(self.modulus)) for _ in range(steps)]
         prompt_parts, lines = [str(value)], []
         for op, operand in chain:
-            result = OPERATIONS[op](value, operand, self.modulus)
-            prompt_parts += [op, str(operand)]
-            lines.append(f"{value} {op} {operand} = {result}")
-            value = result
-        prompt = " ".join(prompt_parts) + " ="
-        solution = " ; ".join(lines) + f" ; answer {value}"
+            value = OPERATIONS[op](value, operand, self.modulus)
+            prompt_parts += [op, str(operand), "=", BLANK]
+            lines.append(f"{op} {operand} = {value}")
+        prompt_parts += [FILLER] * (4 * (self.max_steps - steps)) + [PROMPT_END]
+        prompt = " ".join(prompt_parts)
+        solution = " ".join(lines) + f" ; answer {value}"
         digest = hashlib.sha256(prompt.encode()).hexdigest()[:12]
         return Problem(id=f"chain-{digest}", prompt=prompt, answer=str(value), solution=solution, metadata={"steps": steps})
 

@@ -1,7 +1,7 @@
 """A real Hugging Face tokenizer for the built-in task, built with ``tokenizers``.
 
 Word-level over whitespace-separated symbols: every number below the task's modulus, the three
-operations, ``=``, ``;`` and ``answer`` are one token each. It is wrapped in
+operations, ``=``, the worksheet's ``?``, ``.`` and ``;`` and ``answer`` are one token each. It is wrapped in
 ``PreTrainedTokenizerFast`` so that it saves with ``save_pretrained`` and loads back with
 ``AutoTokenizer.from_pretrained``, like any hub tokenizer.
 """
@@ -14,7 +14,7 @@ from tokenizers.pre_tokenizers import WhitespaceSplit
 from tokenizers.processors import TemplateProcessing
 from transformers import PreTrainedTokenizerFast
 
-from eval.synthetic import OPERATIONS, ChainTask
+from eval.synthetic import BLANK, FILLER, OPERATIONS, PROMPT_END, ChainTask
 
 SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>"}
 
@@ -24,7 +24,7 @@ def build_tokenizer(task: ChainTask) -> PreTrainedTokenizerFast:
 
     Encoding adds ``<bos>`` in front (as a causal LM's prompt expects); ``<eos>`` ends a response.
     """
-    words = [*SPECIAL_TOKENS.values(), *(str(n) for n in range(task.modulus)), *OPERATIONS, "=", ";", "answer"]
+    words = [*SPECIAL_TOKENS.values(), *(str(n) for n in range(task.modulus)), *OPERATIONS, "=", BLANK, FILLER, PROMPT_END, "answer"]
     vocab = {word: index for index, word in enumerate(words)}
     core = Tokenizer(WordLevel(vocab, unk_token=SPECIAL_TOKENS["unk_token"]))
     core.pre_tokenizer = WhitespaceSplit()

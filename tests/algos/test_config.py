@@ -80,7 +80,7 @@ BAD_INPUTS = [
     (["critic.enabled=true"], "critic.enabled=true is only used by advantage.estimator=gae"),
     (["optim.mini_batches=3"], "must divide the rollout batch"),
     (["reward.correct=0", "reward.incorrect=0"], "reward.correct must be greater"),
-    (["reward.soft_overlong_buffer=64"], "must be smaller than L_max=64"),
+    (["reward.soft_overlong_buffer=32"], "must be smaller than L_max=32"),
     (["policy_loss.dual_clip_c=0.5"], "greater than 1"),
     (["advantage.adaptive_lambda_alpha=0.05"], "GAE options"),
     (["--preset", "dapo", "dynamic_sampling.filter_on=reward"], "must not filter on a shaped reward"),

@@ -5,9 +5,9 @@ from eval.synthetic import SPLITS, ChainTask, extract_answer, grade, split_of
 
 def evaluate(prompt: str, modulus: int = 10) -> int:
     """Independent left-to-right evaluation of a prompt."""
-    tokens = prompt.removesuffix(" =").split()
+    tokens = prompt.removesuffix(" ;").replace(" .", "").split()
     value = int(tokens[0])
-    for op, operand in zip(tokens[1::2], tokens[2::2]):
+    for op, operand in zip(tokens[1::4], tokens[2::4]):
         value = {"+": value + int(operand), "-": value - int(operand), "*": value * int(operand)}[op] % modulus
     return value
 
@@ -15,10 +15,25 @@ def evaluate(prompt: str, modulus: int = 10) -> int:
 def test_hand_worked_problem_format():
     task = ChainTask(min_steps=3, max_steps=3)
     problem = task.problems("train", 1, seed=1)[0]
-    steps = problem.solution.split(" ; ")
-    assert len(steps) == 4 and steps[-1] == f"answer {problem.answer}"
+    assert problem.prompt.endswith("= ? ;") and problem.prompt.count("= ?") == 3
+    work, final = problem.solution.split(" ; ")
+    assert final == f"answer {problem.answer}"
+    assert work.split()[2::4] == ["="] * 3 and work.split()[-1] == problem.answer
     assert len(problem.solution.split()) == ChainTask.solution_tokens(3)
     assert problem.metadata["steps"] == 3
+
+
+def test_worksheet_lines_sit_at_a_fixed_distance():
+    """Prompt widths are equal, so solution line k is always one prompt width after prompt line k."""
+    task = ChainTask(min_steps=2, max_steps=6)
+    for problem in task.problems("train", 50, seed=2):
+        prompt = problem.prompt.split()
+        assert len(prompt) == task.prompt_tokens()
+        steps = problem.metadata["steps"]
+        assert prompt[1 + 4 * steps : -1] == ["."] * (4 * (task.max_steps - steps))
+        for k, token in enumerate(problem.solution.split()[: 4 * steps]):
+            if k % 4 != 3:
+                assert token == prompt[1 + k]
 
 
 def test_answers_are_the_chain_computation():
@@ -43,14 +58,14 @@ def test_splits_are_disjoint_across_seeds():
 
 
 def test_lengths_vary_and_some_exceed_a_budget():
-    lengths = [len(p.solution.split()) for p in ChainTask(min_steps=2, max_steps=12).problems("train", 300)]
-    assert min(lengths) == 14 and max(lengths) == 74
-    assert any(length > 64 for length in lengths)
+    lengths = [len(p.solution.split()) for p in ChainTask().problems("train", 300)]
+    assert min(lengths) == 11 and max(lengths) == 35
+    assert any(length + 1 > 32 for length in lengths)  # with <eos>, beyond the default budget
 
 
 @pytest.mark.parametrize(
     ("response", "expected"),
-    [("7 + 3 = 0 ; answer 0", "0"), ("answer 12  ", "12"), ("answer 3 ; more", None), ("the answer is", None), ("", None)],
+    [("+ 3 = 0 ; answer 0", "0"), ("answer 12  ", "12"), ("answer 3 ; more", None), ("the answer is", None), ("", None)],
 )
 def test_extract_answer(response, expected):
     assert extract_answer(response) == expected
