@@ -15,8 +15,9 @@ filtering and the soft overlong punishment something to act on.
 
 Every worksheet has ``max_steps`` lines; the unused ones are filled with ``.``. Line k of the
 solution then always sits at the same distance from line k of the prompt, so copying an operation
-is a fixed-offset lookup that a tiny model learns in a few hundred steps, and what separates a
-weak model from a strong one is the arithmetic carried along the chain.
+is a fixed-offset lookup, which a tiny model learns far more reliably than finding the k-th
+operation of a chain of unknown length; what separates a weak model from a strong one is then the
+arithmetic carried along the chain.
 
 Splits are disjoint by construction: a problem belongs to the split its text hashes to, so train,
 validation and test never share a problem, whatever the seeds and sizes. The same :func:`grade`
