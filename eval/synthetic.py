@@ -43,6 +43,8 @@ BLANK = "?"
 FILLER = "."
 """Fills the unused lines of a worksheet."""
 PROMPT_END = ";"
+LINE_TOKENS = 4
+"""Tokens of one worksheet line: ``op operand = ?`` in a prompt, ``op operand = result`` in a solution."""
 
 
 @dataclass(frozen=True)
@@ -62,11 +64,11 @@ class ChainTask:
     @staticmethod
     def solution_tokens(steps: int) -> int:
         """Length in tokens of the worked solution of a ``steps``-operation problem."""
-        return 4 * steps + 3
+        return LINE_TOKENS * steps + 3
 
     def prompt_tokens(self) -> int:
         """Length in tokens of every prompt (the worksheet has ``max_steps`` lines)."""
-        return 4 * self.max_steps + 2
+        return LINE_TOKENS * self.max_steps + 2
 
     def problems(self, split: str, count: int, seed: int = 0) -> list[Problem]:
         """``count`` distinct problems of ``split``, deterministic in (task knobs, split, count, seed)."""
@@ -96,7 +98,7 @@ class ChainTask:
             value = OPERATIONS[op](value, operand, self.modulus)
             prompt_parts += [op, str(operand), "=", BLANK]
             lines.append(f"{op} {operand} = {value}")
-        prompt_parts += [FILLER] * (4 * (self.max_steps - steps)) + [PROMPT_END]
+        prompt_parts += [FILLER] * (LINE_TOKENS * (self.max_steps - steps)) + [PROMPT_END]
         prompt = " ".join(prompt_parts)
         solution = " ".join(lines) + f" ; answer {value}"
         digest = hashlib.sha256(prompt.encode()).hexdigest()[:12]
