@@ -16,23 +16,22 @@ Verifier = Callable[[str, str], bool]
 
 
 @torch.no_grad()
-def accuracy(
+def responses(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     problems: Sequence[Problem],
-    verifier: Verifier,
     max_new_tokens: int,
     greedy: bool,
     temperature: float = 1.0,
     chat: bool = False,
     batch_size: int = 128,
     generator: torch.Generator | None = None,
-) -> float:
-    """Fraction of ``problems`` answered correctly: greedy decoding, or one sample at ``temperature``."""
+) -> list[str]:
+    """One response text per problem: greedy decoding, or one sample at ``temperature``."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
-    correct = 0
+    texts: list[str] = []
     for start in range(0, len(problems), batch_size):
         chunk = problems[start : start + batch_size]
         prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat)
@@ -47,7 +46,28 @@ def accuracy(
             greedy=greedy,
             generator=generator,
         )
-        texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
-        correct += sum(verifier(text, p.answer) for text, p in zip(texts, chunk, strict=True))
+        texts += tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
     model.train(was_training)
-    return correct / len(problems)
+    return texts
+
+
+def accuracy(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    problems: Sequence[Problem],
+    verifier: Verifier,
+    max_new_tokens: int,
+    greedy: bool,
+    temperature: float = 1.0,
+    chat: bool = False,
+    batch_size: int = 128,
+    generator: torch.Generator | None = None,
+) -> float:
+    """Fraction of ``problems`` answered correctly: greedy decoding, or one sample at ``temperature``."""
+    texts = responses(model, tokenizer, problems, max_new_tokens, greedy, temperature, chat, batch_size, generator)
+    return share_correct(texts, problems, verifier)
+
+
+def share_correct(texts: Sequence[str], problems: Sequence[Problem], verifier: Verifier) -> float:
+    """Fraction of ``texts`` that ``verifier`` accepts as answers to the matching ``problems``."""
+    return sum(verifier(text, p.answer) for text, p in zip(texts, problems, strict=True)) / len(problems)

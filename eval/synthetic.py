@@ -100,15 +100,28 @@ class ChainTask:
             lines.append(f"{op} {operand} = {value}")
         prompt_parts += [FILLER] * (LINE_TOKENS * (self.max_steps - steps)) + [PROMPT_END]
         prompt = " ".join(prompt_parts)
-        solution = " ".join(lines) + f" ; answer {value}"
+        solution = " ".join(lines) + f" ; {answer_only(str(value))}"
         digest = hashlib.sha256(prompt.encode()).hexdigest()[:12]
-        return Problem(id=f"chain-{digest}", prompt=prompt, answer=str(value), solution=solution, metadata={"steps": steps})
+        return Problem(
+            id=f"chain-{digest}", prompt=prompt, answer=str(value), solution=solution, metadata={"steps": steps}
+        )
 
 
 def split_of(prompt: str) -> str:
     """The split a problem text belongs to (stable hash bucket)."""
     bucket = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16) % 100
     return next(name for name, (low, high) in SPLITS.items() if low <= bucket < high)
+
+
+def answer_only(answer: str) -> str:
+    """The response that states ``answer`` without working it out; every worked solution ends with it."""
+    return f"answer {answer}"
+
+
+def is_worked(response: str) -> bool:
+    """Whether ``response`` sets out to work the problem out: it opens with an operation, not ``answer``."""
+    tokens = response.split()
+    return bool(tokens) and tokens[0] in OPERATIONS
 
 
 def extract_answer(response: str) -> str | None:

@@ -20,7 +20,7 @@ def tiny_base(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("tiny_base")
     recipe = BaseModelRecipe(
-        hidden_size=32, layers=2, heads=2, steps=30, batch_size=32, eval_problems=8, max_new_tokens=24,
+        hidden_size=32, layers=2, heads=2, worked_steps=24, mixed_steps=6, batch_size=32, eval_problems=8, max_new_tokens=24,
         task=TaskConfig(min_steps=1, max_steps=3),
     )
     build_base_model(recipe, out)

@@ -170,7 +170,7 @@ def test_saved_base_loads_with_auto_classes_and_generates(tiny_base):
         assert tokenizer(text)["input_ids"] == built(text)["input_ids"]
         assert tokenizer.decode(tokenizer(text)["input_ids"], skip_special_tokens=True) == text
     record = json.loads((tiny_base / "base_model.json").read_text())
-    assert 0.0 <= record["validation_accuracy_t1"] <= 1.0
+    assert 0.0 <= record["validation_accuracy_t1"] <= 1.0 and 0.0 <= record["validation_worked_share_t1"] <= 1.0
 
 
 def test_mlflow_run_records_params_metrics_tags_and_artifacts(tiny_base, tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
 import pytest
 
-from eval.synthetic import SPLITS, ChainTask, extract_answer, grade, split_of
+from eval.synthetic import SPLITS, ChainTask, answer_only, extract_answer, grade, is_worked, split_of
 
 
 def evaluate(prompt: str, modulus: int = 10) -> int:
@@ -17,7 +17,7 @@ def test_hand_worked_problem_format():
     problem = task.problems("train", 1, seed=1)[0]
     assert problem.prompt.endswith("= ? ;") and problem.prompt.count("= ?") == 3
     work, final = problem.solution.split(" ; ")
-    assert final == f"answer {problem.answer}"
+    assert final == f"answer {problem.answer}" == answer_only(problem.answer)
     assert work.split()[2::4] == ["="] * 3 and work.split()[-1] == problem.answer
     assert len(problem.solution.split()) == ChainTask.solution_tokens(3)
     assert problem.metadata["steps"] == 3
@@ -63,9 +63,22 @@ def test_lengths_vary_and_some_exceed_a_budget():
     assert any(length + 1 > 32 for length in lengths)  # with <eos>, beyond the default budget
 
 
+def test_answer_only_responses_are_graded_but_not_worked():
+    problem = ChainTask().problems("test", 1)[0]
+    assert grade(answer_only(problem.answer), problem.answer)
+    assert not is_worked(answer_only(problem.answer)) and not is_worked("  answer 3")
+    assert is_worked(problem.solution) and is_worked(" * 3 = 0") and not is_worked("") and not is_worked("7")
+
+
 @pytest.mark.parametrize(
     ("response", "expected"),
-    [("+ 3 = 0 ; answer 0", "0"), ("answer 12  ", "12"), ("answer 3 ; more", None), ("the answer is", None), ("", None)],
+    [
+        ("+ 3 = 0 ; answer 0", "0"),
+        ("answer 12  ", "12"),
+        ("answer 3 ; more", None),
+        ("the answer is", None),
+        ("", None),
+    ],
 )
 def test_extract_answer(response, expected):
     assert extract_answer(response) == expected
