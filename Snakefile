@@ -10,10 +10,19 @@ configfile: "experiments/config.yaml"
 validate(config, "experiments/config.schema.yaml")
 
 
+include: "experiments/rules/common.smk"
 include: "experiments/rules/configs.smk"
 include: "experiments/rules/base_model.smk"
+include: "experiments/rules/evaluate.smk"
 
 
 rule all:
     input:
         expand("results/configs/{preset}.yaml", preset=config["presets"]),
+        expand("results/eval/base_model/{benchmark}/metrics.json", benchmark=config["evaluation"]["benchmarks"]),
+
+
+rule evaluate_base:
+    """Score the built-in base on every configured benchmark."""
+    input:
+        expand("results/eval/base_model/{benchmark}/metrics.json", benchmark=config["evaluation"]["benchmarks"]),

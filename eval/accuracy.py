@@ -26,8 +26,9 @@ def responses(
     chat: bool = False,
     batch_size: int = 128,
     generator: torch.Generator | None = None,
+    top_p: float = 1.0,
 ) -> list[str]:
-    """One response text per problem: greedy decoding, or one sample at ``temperature``."""
+    """One response text per problem: greedy decoding, or one sample at ``temperature`` and nucleus ``top_p``."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -43,6 +44,7 @@ def responses(
             tokenizer.eos_token_id,
             tokenizer.pad_token_id,
             temperature=temperature,
+            top_p=top_p,
             greedy=greedy,
             generator=generator,
         )
