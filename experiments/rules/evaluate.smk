@@ -12,11 +12,15 @@ rule benchmark_data:
     conda:
         "../envs/harness.yml"
     params:
-        source=config["evaluation"]["source_dir"],
+        source=(
+            f"RL_BENCHMARKS_DIR={config['evaluation']['source_dir']} "
+            if config["evaluation"]["source_dir"]
+            else ""
+        ),
     message:
         "Materialising the {wildcards.benchmark} benchmark"
     shell:
-        "RL_BENCHMARKS_DIR={params.source} python -m eval.prepare --benchmark {wildcards.benchmark} --out {output} > {log} 2>&1"
+        "{params.source}python -m eval.prepare --benchmark {wildcards.benchmark} --out {output} > {log} 2>&1"
 
 
 rule evaluate:

@@ -1,7 +1,6 @@
 """Benchmark loaders: the offline files load with the documented counts, and bad input fails usefully."""
 
 import json
-import os
 import re
 import sys
 import types
@@ -20,18 +19,8 @@ from eval.benchmarks import (
 from eval.graders import GRADERS
 from eval.records import Problem
 
-REPO = Path(__file__).resolve().parents[2]
 ROW_COUNTS = {"aime24": 30, "aime25": 30, "amc23": 40, "math500": 500, "gsm8k": 1319}
-"""Rows per file, as listed in shared/benchmarks/README.md."""
-
-
-@pytest.fixture(scope="module")
-def benchmarks_dir() -> Path:
-    """The shared offline files: $RL_BENCHMARKS_DIR, else <repo>/../shared/benchmarks."""
-    path = Path(os.environ.get(BENCHMARKS_DIR_ENV) or REPO.parent / "shared" / "benchmarks")
-    if not path.is_dir():
-        pytest.skip(f"offline benchmark files not found at {path}")
-    return path
+"""Rows per file, as listed in the offline benchmark files' README."""
 
 
 def _write_rows(path: Path, lines: list[str]) -> Path:

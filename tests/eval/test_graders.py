@@ -1,13 +1,11 @@
 """Graders: equivalent answers pass, near misses fail, and hostile responses fail fast without raising."""
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-from eval.benchmarks import BENCHMARKS_DIR_ENV, load_benchmark
+from eval.benchmarks import load_benchmark
 from eval.graders import (
     GRADERS,
     MAX_RESPONSE_CHARS,
@@ -17,18 +15,13 @@ from eval.graders import (
     grade_numeric,
 )
 
-SHARED_BENCHMARKS = Path(
-    os.environ.get(BENCHMARKS_DIR_ENV) or Path(__file__).resolve().parents[3] / "shared" / "benchmarks"
-)
-
 
 def _boxed(answer: str) -> str:
     return f"Let me work it out step by step. The final answer is $\\boxed{{{answer}}}$. I hope it is correct."
 
 
-@pytest.mark.skipif(not SHARED_BENCHMARKS.is_dir(), reason="offline benchmark files not found")
-def test_every_math500_reference_grades_correct_against_itself():
-    problems = load_benchmark("math500", data_dir=SHARED_BENCHMARKS)
+def test_every_math500_reference_grades_correct_against_itself(benchmarks_dir):
+    problems = load_benchmark("math500", data_dir=benchmarks_dir)
     start = time.perf_counter()
     failures = [p.answer for p in problems if not grade_math(_boxed(p.answer), p.answer)]
     seconds = time.perf_counter() - start
@@ -36,15 +29,13 @@ def test_every_math500_reference_grades_correct_against_itself():
     assert failures == []
 
 
-@pytest.mark.skipif(not SHARED_BENCHMARKS.is_dir(), reason="offline benchmark files not found")
-def test_every_math500_worked_solution_grades_correct():
-    problems = load_benchmark("math500", data_dir=SHARED_BENCHMARKS)
+def test_every_math500_worked_solution_grades_correct(benchmarks_dir):
+    problems = load_benchmark("math500", data_dir=benchmarks_dir)
     assert [p.id for p in problems if not grade_math(p.solution, p.answer)] == []
 
 
-@pytest.mark.skipif(not SHARED_BENCHMARKS.is_dir(), reason="offline benchmark files not found")
-def test_every_gsm8k_worked_solution_grades_correct():
-    problems = load_benchmark("gsm8k", data_dir=SHARED_BENCHMARKS)
+def test_every_gsm8k_worked_solution_grades_correct(benchmarks_dir):
+    problems = load_benchmark("gsm8k", data_dir=benchmarks_dir)
     assert [p.id for p in problems if not grade_numeric(p.solution, p.answer)] == []
 
 
