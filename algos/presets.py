@@ -121,7 +121,7 @@ def _checked(flat: Mapping[str, Any], origin: str) -> dict[str, Any]:
     return dict(flat)
 
 
-def _read_yaml(path: Path) -> Any:
+def read_yaml(path: Path) -> Any:
     try:
         with path.open(encoding="utf-8") as handle:
             return yaml.safe_load(handle)
@@ -141,7 +141,7 @@ def read_preset(name: str, presets_dir: Path = PRESETS_DIR) -> Preset:
     path = presets_dir / f"{name}.yaml"
     if not path.is_file():
         raise ConfigError(f"unknown preset '{name}'; valid presets: {', '.join(available_presets(presets_dir))}")
-    body = _read_yaml(path)
+    body = read_yaml(path)
     if not isinstance(body, dict) or not isinstance(body.get("paper"), str) or not isinstance(body.get("changes"), dict):
         raise ConfigError(f"{path}: a preset needs 'paper' (text) and 'changes' (a mapping of dotted keys)")
     changes, sources = {}, {}
@@ -182,19 +182,29 @@ def build_config(flat: Mapping[str, Any]) -> RLConfig:
         raise ConfigError("invalid config: " + "; ".join(_describe(e) for e in exc.errors())) from None
 
 
+def checked_settings(settings: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    """``settings`` (nested or dotted keys) as dotted keys, every key checked; errors name ``origin``."""
+    return _checked(flatten(settings), origin)
+
+
 def load_config(
     preset: str | None = None,
     files: Iterable[str | Path] = (),
     overrides: Iterable[str] = (),
     presets_dir: Path = PRESETS_DIR,
+    settings: Mapping[str, Any] | None = None,
 ) -> RLConfig:
-    """Merge base -> preset -> YAML files -> ``key=value`` overrides, validate, and build the config."""
+    """Merge base -> preset -> YAML files -> ``settings`` -> ``key=value`` overrides, validate, and build the config.
+
+    settings: dotted keys already checked with :func:`checked_settings` (an ablation row's changes).
+    """
     flat: dict[str, Any] = dict(read_preset(preset, presets_dir).changes) if preset else {}
     for file in files:
-        body = _read_yaml(Path(file)) or {}
+        body = read_yaml(Path(file)) or {}
         if not isinstance(body, dict):
             raise ConfigError(f"{file}: a config file must hold a mapping of keys")
-        flat.update(_checked(flatten(body), str(file)))
+        flat.update(checked_settings(body, str(file)))
+    flat.update(settings or {})
     for text in overrides:
         key, value = parse_override(text)
         flat.update(_checked({key: value}, f"override '{text}'"))

@@ -1,4 +1,6 @@
 # Helpers shared by the rule files.
+from algos.ablations import read_spec
+from algos.presets import config_hash
 
 
 def model_directory(wildcards):
@@ -6,3 +8,18 @@ def model_directory(wildcards):
     if wildcards.model == "base_model":
         return "results/base_model"
     return f"results/runs/{wildcards.model}/checkpoint/policy"
+
+
+def ablation_runs(wildcards=None):
+    """Final-metrics files of every (spec, row, seed) of the configured ablation specs."""
+    return [
+        f"results/runs/{spec}/{row.id}/seed{seed}/final_metrics.json"
+        for spec in config["ablations"]["specs"]
+        for row in read_spec(spec).rows
+        for seed in range(config["ablations"]["seeds"])
+    ]
+
+
+def row_config_hash(wildcards):
+    """Hash of one row's resolved config: a rerun trigger that fires only for the rows whose config changed."""
+    return config_hash(read_spec(wildcards.spec).config(wildcards.row))

@@ -1,0 +1,199 @@
+"""Ablation tables as data: a base preset, rows of toggle changes, and the paper's number per row.
+
+A spec in ``experiments/ablations/`` reads::
+
+    title: "DAPO Table 1: progressive techniques"
+    paper: "DAPO (Yu et al. 2025, arXiv 2503.14476), Table 1"
+    paper_metric: AIME 2024 avg@32 (Qwen2.5-32B base)
+    metric: eval/test/accuracy_t1
+    kind: cumulative
+    preset: grpo
+    settings: {kl.coef: 0.0}
+    rows:
+      - {id: naive_grpo, label: Naive GRPO, paper: 30}
+      - {id: overlong_filtering, label: "+ Overlong Filtering", paper: 36, changes: {reward.overlong_filter: true}}
+
+``cumulative``: row k is the preset, the spec's ``settings`` and the changes of rows 1..k, and is
+compared with row k - 1. ``leave_one_out``: each row is its own ``preset`` (default the spec's), the
+settings and its own changes, and is compared with the ``reference`` row (the full method), or with
+the row its ``compare_to`` names (a table of several settings, each with its own reference).
+Every row's config is built when the spec is read, so a typo or an invalid value fails at once,
+naming the file and the row. Adding a row or a table needs no code.
+
+Command line: ``python -m algos.ablations --list``; ``python -m algos.ablations --spec dapo_table1
+--row clip_higher`` prints the row's resolved config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from algos.config import RLConfig
+from algos.presets import ConfigError, checked_settings, config_to_dict, load_config, read_yaml
+
+ABLATIONS_DIR = Path(__file__).resolve().parent.parent / "experiments" / "ablations"
+KINDS = ("cumulative", "leave_one_out")
+ROW_ID = re.compile(r"^[a-z0-9_]+$")
+REQUIRED = ("title", "paper", "paper_metric", "kind", "preset", "rows")
+DEFAULT_METRIC = "eval/test/accuracy_t1"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row: its resolved changes over ``preset`` and the row it is compared with (None: none)."""
+
+    id: str
+    label: str
+    paper: float | None
+    preset: str
+    settings: dict[str, Any]
+    compare_to: str | None
+
+
+@dataclass(frozen=True)
+class AblationSpec:
+    """A table: rows in the paper's order, the metric ours is read from, and how rows are compared."""
+
+    name: str
+    title: str
+    paper: str
+    paper_metric: str
+    metric: str
+    kind: str
+    rows: tuple[Row, ...]
+
+    def row(self, row_id: str) -> Row:
+        for row in self.rows:
+            if row.id == row_id:
+                return row
+        raise ConfigError(f"spec '{self.name}' has no row '{row_id}'; rows: {', '.join(r.id for r in self.rows)}")
+
+    def config(self, row_id: str) -> RLConfig:
+        row = self.row(row_id)
+        return load_config(row.preset, settings=row.settings)
+
+
+def available_specs(ablations_dir: Path = ABLATIONS_DIR) -> list[str]:
+    """Names of the spec files in ``ablations_dir``."""
+    return sorted(path.stem for path in ablations_dir.glob("*.yaml"))
+
+
+def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
+    """Parse, check and resolve one spec; every row's config is built once to prove it valid."""
+    path = ablations_dir / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"unknown ablation spec '{name}'; valid specs: {', '.join(available_specs(ablations_dir))}")
+    body = read_yaml(path)
+    if not isinstance(body, dict) or (missing := [key for key in REQUIRED if key not in body]):
+        raise ConfigError(
+            f"{path}: a spec needs {', '.join(REQUIRED)}" + (f"; missing: {', '.join(missing)}" if body else "")
+        )
+    if body["kind"] not in KINDS:
+        raise ConfigError(f"{path}: kind '{body['kind']}' is not one of: {', '.join(KINDS)}")
+    if not isinstance(body["rows"], list) or not body["rows"]:
+        raise ConfigError(f"{path}: 'rows' must be a non-empty list")
+    common = checked_settings(body.get("settings") or {}, f"{path} settings")
+    rows = _resolve_rows(path, body, common)
+    spec = AblationSpec(
+        name=name,
+        title=str(body["title"]),
+        paper=str(body["paper"]),
+        paper_metric=str(body["paper_metric"]),
+        metric=str(body.get("metric", DEFAULT_METRIC)),
+        kind=body["kind"],
+        rows=tuple(rows),
+    )
+    for row in spec.rows:
+        try:
+            spec.config(row.id)
+        except (ConfigError, ValidationError, ValueError) as exc:
+            raise ConfigError(f"{path}: row '{row.id}' does not give a valid config: {exc}") from None
+    return spec
+
+
+def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> list[Row]:
+    cumulative = body["kind"] == "cumulative"
+    reference = body.get("reference")
+    ids = [entry.get("id") if isinstance(entry, dict) else None for entry in body["rows"]]
+    if cumulative and reference is not None:
+        raise ConfigError(
+            f"{path}: 'reference' belongs to leave_one_out specs; a cumulative row is compared with the one before"
+        )
+    if not cumulative and reference not in ids:
+        raise ConfigError(
+            f"{path}: a leave_one_out spec needs 'reference' naming one of its rows: {', '.join(map(str, ids))}"
+        )
+    rows: list[Row] = []
+    accumulated = dict(common)
+    for entry, row_id in zip(body["rows"], ids, strict=True):
+        if not isinstance(entry, dict) or not isinstance(row_id, str) or not ROW_ID.match(row_id):
+            raise ConfigError(f"{path}: every row needs an 'id' of lowercase letters, digits and _ (got {row_id!r})")
+        if ids.count(row_id) > 1:
+            raise ConfigError(f"{path}: row id '{row_id}' is used twice")
+        unknown = set(entry) - {"id", "label", "paper", "preset", "changes", "compare_to"}
+        if unknown:
+            raise ConfigError(
+                f"{path}: row '{row_id}' has unknown fields {sorted(unknown)}; valid: label, paper, preset, changes, compare_to"
+            )
+        if cumulative and {"preset", "compare_to"} & set(entry):
+            raise ConfigError(
+                f"{path}: row '{row_id}': a cumulative table keeps one preset and compares each row with the one before"
+            )
+        if "compare_to" in entry and (entry["compare_to"] not in ids or entry["compare_to"] == row_id):
+            raise ConfigError(f"{path}: row '{row_id}': compare_to must name another row: {', '.join(map(str, ids))}")
+        changes = checked_settings(entry.get("changes") or {}, f"{path} row '{row_id}'")
+        if cumulative:
+            accumulated.update(changes)
+            settings, compare_to = dict(accumulated), (rows[-1].id if rows else None)
+        else:
+            settings = {**common, **changes}
+            compare_to = entry.get("compare_to", None if row_id == reference else reference)
+        paper = entry.get("paper")
+        if paper is not None and not isinstance(paper, int | float):
+            raise ConfigError(f"{path}: row '{row_id}': 'paper' must be a number or absent, got {paper!r}")
+        rows.append(
+            Row(
+                id=row_id,
+                label=str(entry.get("label", row_id)),
+                paper=None if paper is None else float(paper),
+                preset=str(entry.get("preset", body["preset"])),
+                settings=settings,
+                compare_to=compare_to,
+            )
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m algos.ablations", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="list the specs and their rows")
+    parser.add_argument("--spec", help="spec name (see --list)")
+    parser.add_argument("--row", help="print this row's resolved config")
+    args = parser.parse_args(argv)
+    try:
+        if args.list or not args.spec:
+            for name in available_specs():
+                spec = read_spec(name)
+                print(f"{name} ({spec.kind}): {spec.title} -- rows: {', '.join(r.id for r in spec.rows)}")
+        elif args.row:
+            print(yaml.safe_dump(config_to_dict(read_spec(args.spec).config(args.row)), sort_keys=False), end="")
+        else:
+            spec = read_spec(args.spec)
+            for row in spec.rows:
+                print(f"{row.id}: {row.label} (paper {row.paper}; compared with {row.compare_to}) {row.settings}")
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

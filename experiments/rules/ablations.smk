@@ -1,0 +1,22 @@
+rule train_row:
+    """Train one seed of one ablation row from the built-in base; a changed row config reruns only that row."""
+    input:
+        model="results/base_model",
+    output:
+        final="results/runs/{spec}/{row}/seed{seed}/final_metrics.json",
+    log:
+        "results/logs/train/{spec}/{row}/seed{seed}.log",
+    conda:
+        "../envs/harness.yml"
+    params:
+        config_hash=row_config_hash,
+        run="results/runs/{spec}/{row}/seed{seed}",
+    wildcard_constraints:
+        seed=r"\d+",
+    message:
+        "Training {wildcards.spec} / {wildcards.row} / seed {wildcards.seed}"
+    shell:
+        "mkdir -p {params.run} && python -m algos.ablations --spec {wildcards.spec} --row {wildcards.row} "
+        "> {params.run}/row_config.yaml 2> {log} && python -m algos.train --config {params.run}/row_config.yaml "
+        "--out {params.run} model.name_or_path={input.model} seed={wildcards.seed} "
+        "tracking.run_name={wildcards.spec}/{wildcards.row}/seed{wildcards.seed} >> {log} 2>&1"

@@ -1,0 +1,88 @@
+import pytest
+import yaml
+
+from algos.ablations import available_specs, main, read_spec
+from algos.presets import ConfigError, diff_from_base, load_config
+
+
+def test_shipped_specs_read_with_the_papers_rows_and_numbers():
+    assert available_specs() == ["dapo_table1", "dr_grpo_bias", "gepo_staleness", "vapo_table1"]
+    dapo = read_spec("dapo_table1")
+    assert dapo.kind == "cumulative" and [r.paper for r in dapo.rows] == [30, 36, 38, 41, 42, 50]
+    vapo = read_spec("vapo_table1")
+    assert [r.paper for r in vapo.rows] == [5, 50, 11, 33, 45, 46, 53, 54, 55, 60]
+    assert all(r.paper is None for r in read_spec("dr_grpo_bias").rows)
+
+
+def test_cumulative_rows_add_up_and_compare_with_the_row_before():
+    spec = read_spec("dapo_table1")
+    assert [r.compare_to for r in spec.rows] == [None] + [r.id for r in spec.rows[:-1]]
+    naive, clip, full = spec.config("naive_grpo"), spec.config("clip_higher"), spec.config("dynamic_sampling")
+    assert naive == load_config("grpo", overrides=["kl.coef=0", "reward.incorrect=-1"])
+    assert clip.reward.overlong_filter and clip.policy_loss.clip_eps_high == 0.28
+    assert clip.reward.soft_overlong_buffer is None and clip.policy_loss.aggregation == "seq_mean_token_mean"
+    assert full.dynamic_sampling.enabled and full.policy_loss.aggregation == "token_mean"
+
+
+def test_leave_one_out_rows_change_one_thing_from_the_reference():
+    spec = read_spec("vapo_table1")
+    assert {r.compare_to for r in spec.rows if r.id != "vapo"} == {"vapo"} and spec.row("vapo").compare_to is None
+    full = diff_from_base(spec.config("vapo"))
+    without = diff_from_base(spec.config("no_clip_higher"))
+    assert {k for k in full.keys() | without.keys() if full.get(k) != without.get(k)} == {"policy_loss.clip_eps_high"}
+    assert spec.config("vanilla_ppo") == load_config("ppo") and spec.config("dapo") == load_config("dapo")
+    gepo = read_spec("gepo_staleness")
+    assert gepo.row("grpo_online").compare_to == "gepo_online" and gepo.row("grpo_stale").compare_to == "gepo_stale"
+    assert gepo.config("gspo_stale").rollout.policy_staleness == 4
+
+
+def write_spec(tmp_path, **fields):
+    body = {
+        "title": "t",
+        "paper": "p",
+        "paper_metric": "m",
+        "kind": "cumulative",
+        "preset": "grpo",
+        "rows": [{"id": "a"}, {"id": "b", "changes": {"policy_loss.clip_eps_high": 0.3}}],
+    }
+    body.update(fields)
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(body))
+    return tmp_path
+
+
+def test_a_new_table_is_just_a_file(tmp_path):
+    spec = read_spec("mine", write_spec(tmp_path))
+    assert spec.config("b").policy_loss.clip_eps_high == 0.3 and spec.metric == "eval/test/accuracy_t1"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"kind": "ladder"}, "not one of: cumulative, leave_one_out"),
+        (
+            {"rows": [{"id": "a", "changes": {"policy_loss.clip_eps_hi": 0.3}}]},
+            r"row 'a'.*did you mean 'policy_loss.clip_eps_high'",
+        ),
+        ({"rows": [{"id": "a", "changes": {"policy_loss.clip_eps_low": -1}}]}, "row 'a' does not give a valid config"),
+        ({"rows": [{"id": "a"}, {"id": "a"}]}, "used twice"),
+        ({"rows": [{"id": "Bad Id"}]}, "lowercase"),
+        ({"kind": "leave_one_out"}, "needs 'reference'"),
+        ({"rows": [{"id": "a", "paper": "high"}]}, "must be a number"),
+        ({"rows": [{"id": "a", "preset": "dapo"}]}, "keeps one preset"),
+        ({"rows": [{"id": "a", "colour": 1}]}, "unknown fields"),
+    ],
+)
+def test_bad_specs_fail_naming_file_row_and_choices(tmp_path, fields, message):
+    with pytest.raises(ConfigError, match=message) as error:
+        read_spec("mine", write_spec(tmp_path, **fields))
+    assert "mine.yaml" in str(error.value)
+
+
+def test_unknown_spec_and_row_list_the_valid_ones(capsys):
+    with pytest.raises(ConfigError, match="valid specs: dapo_table1"):
+        read_spec("dapo_table9")
+    with pytest.raises(ConfigError, match="rows: naive_grpo, overlong_filtering"):
+        read_spec("dapo_table1").row("nope")
+    assert main(["--spec", "dapo_table1", "--row", "clip_higher"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["policy_loss"]["clip_eps_high"] == 0.28
+    assert main(["--spec", "nope"]) == 2 and "valid specs" in capsys.readouterr().err
