@@ -24,9 +24,25 @@ rule all:
 
 
 rule ablations:
-    """Train every row of every configured ablation spec with every seed."""
+    """Every configured ablation spec: each row trained with every seed, then its report."""
     input:
-        ablation_runs,
+        expand("results/reports/{spec}.html", spec=config["ablations"]["specs"]),
+
+
+rule report:
+    """Re-render the reports from whatever runs have finished (nothing is trained)."""
+    params:
+        specs=config["ablations"]["specs"],
+        seeds=config["ablations"]["seeds"],
+    log:
+        "results/logs/report/all.log",
+    conda:
+        "experiments/envs/harness.yml"
+    message:
+        "Re-rendering the ablation reports from finished runs"
+    shell:
+        "for spec in {params.specs}; do python -m reports.ablation --spec $spec --runs results/runs "
+        "--out results/reports --seeds {params.seeds} || exit 1; done > {log} 2>&1"
 
 
 rule evaluate_base:

@@ -20,3 +20,23 @@ rule train_row:
         "> {params.run}/row_config.yaml 2> {log} && python -m algos.train --config {params.run}/row_config.yaml "
         "--out {params.run} model.name_or_path={input.model} seed={wildcards.seed} "
         "tracking.run_name={wildcards.spec}/{wildcards.row}/seed{wildcards.seed} >> {log} 2>&1"
+
+
+rule ablation_report:
+    """Render one spec's Markdown and HTML report from its runs' own files."""
+    input:
+        lambda wildcards: spec_runs(wildcards.spec),
+    output:
+        markdown="results/reports/{spec}.md",
+        page="results/reports/{spec}.html",
+    log:
+        "results/logs/report/{spec}.log",
+    conda:
+        "../envs/harness.yml"
+    params:
+        seeds=config["ablations"]["seeds"],
+    message:
+        "Reporting {wildcards.spec}"
+    shell:
+        "python -m reports.ablation --spec {wildcards.spec} --runs results/runs --out results/reports "
+        "--seeds {params.seeds} > {log} 2>&1"

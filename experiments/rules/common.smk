@@ -10,11 +10,10 @@ def model_directory(wildcards):
     return f"results/runs/{wildcards.model}/checkpoint/policy"
 
 
-def ablation_runs(wildcards=None):
-    """Final-metrics files of every (spec, row, seed) of the configured ablation specs."""
+def spec_runs(spec):
+    """Final-metrics files of every (row, seed) of one ablation spec."""
     return [
         f"results/runs/{spec}/{row.id}/seed{seed}/final_metrics.json"
-        for spec in config["ablations"]["specs"]
         for row in read_spec(spec).rows
         for seed in range(config["ablations"]["seeds"])
     ]

@@ -1,0 +1,238 @@
+"""An ablation spec's report, built from its runs' own files: a Markdown page and a self-contained HTML page.
+
+The table keeps the paper's row order: paper | ours, mean [95% CI] (n) | Δ to the compared row [CI]
+| P(improvement) | agrees with the paper's direction? Ours is the spec's metric at the final step
+of each run (declared up front, never the best step); Δ is paired by seed when both rows ran the
+same seeds. Below the table: curves with seed bands, then the provenance of every number (git
+commits, config hashes, package versions, hardware, seeds, wall time, run ids). Nothing is rerun:
+reports read ``final_metrics.json``, ``metrics.jsonl`` and ``run.json`` of each run directory.
+
+Command line: ``python -m reports.ablation --spec dapo_table1 --runs results/runs --out results/reports``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from algos.ablations import AblationSpec, Row, read_spec
+from algos.presets import ConfigError
+from algos.run_files import FINAL_FILE, RUN_FILE
+from reports.figures import figure_grid, png_data_uri
+from reports.stats import (
+    Comparison,
+    Direction,
+    Estimate,
+    direction_agrees,
+    format_comparison,
+    format_estimate,
+    format_probability,
+    paired_comparison,
+    seed_estimate,
+)
+
+SELECTION = "final step of every run"
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One row's finished seeds: their run directories and values of the spec's metric, seed-ordered."""
+
+    row: Row
+    runs: tuple[Path, ...]
+    values: tuple[float, ...]
+    estimate: Estimate | None
+    comparison: Comparison | None
+    direction: Direction | None
+
+
+def finished_runs(runs_dir: Path, spec: AblationSpec, row: Row, seeds: int) -> list[Path]:
+    """Run directories of ``row`` with final metrics, for seeds 0..seeds-1 in order."""
+    candidates = [runs_dir / spec.name / row.id / f"seed{seed}" for seed in range(seeds)]
+    return [run for run in candidates if (run / FINAL_FILE).is_file()]
+
+
+def collect(spec: AblationSpec, runs_dir: Path, seeds: int) -> list[RowResult]:
+    """Every row's estimate and its comparison with the row it is compared with."""
+    runs_of: dict[str, tuple[Path, ...]] = {}
+    metric_of: dict[str, tuple[float, ...]] = {}
+    for row in spec.rows:
+        runs = finished_runs(runs_dir, spec, row, seeds)
+        finals = [json.loads((run / FINAL_FILE).read_text()) for run in runs]
+        missing = [str(run) for run, final in zip(runs, finals, strict=True) if spec.metric not in final]
+        if missing:
+            raise ValueError(
+                f"metric '{spec.metric}' of spec '{spec.name}' is not in {FINAL_FILE} of: {', '.join(missing)}"
+            )
+        runs_of[row.id], metric_of[row.id] = tuple(runs), tuple(final[spec.metric] for final in finals)
+    results = []
+    for row in spec.rows:
+        mine, theirs = metric_of[row.id], metric_of[row.compare_to] if row.compare_to else ()
+        comparison = paired_comparison(mine, theirs) if mine and theirs else None
+        paper_delta = (
+            (row.paper - spec.row(row.compare_to).paper) / 100
+            if row.compare_to and row.paper is not None and spec.row(row.compare_to).paper is not None
+            else None
+        )
+        results.append(
+            RowResult(
+                row=row,
+                runs=runs_of[row.id],
+                values=mine,
+                estimate=seed_estimate(mine) if mine else None,
+                comparison=comparison,
+                direction=direction_agrees(comparison, paper_delta) if comparison else None,
+            )
+        )
+    return results
+
+
+def table_cells(spec: AblationSpec, results: list[RowResult]) -> list[list[str]]:
+    """The table's rows as text cells, in the paper's order."""
+    cells = []
+    for result in results:
+        row, comparison = result.row, result.comparison
+        cells.append(
+            [
+                row.label,
+                "—" if row.paper is None else f"{row.paper:g}",
+                format_estimate(result.estimate) if result.estimate else "not run",
+                f"{format_comparison(comparison)} vs {spec.row(row.compare_to).label}" if comparison else "—",
+                format_probability(comparison.p_improvement) if comparison else "—",
+                str(result.direction) if result.direction else "—",
+            ]
+        )
+    return cells
+
+
+HEADER = ["row", "paper", "ours: mean [95% CI] (n)", "Δ [95% CI]", "P(improvement)", "agrees with paper?"]
+
+
+def provenance(spec: AblationSpec, results: list[RowResult]) -> dict[str, Any]:
+    """Where every number came from, read from the runs' own files."""
+    runs = [run for result in results for run in result.runs]
+    record_of = {run: json.loads((run / RUN_FILE).read_text()) for run in runs if (run / RUN_FILE).is_file()}
+    records = list(record_of.values())
+    finals = [json.loads((run / FINAL_FILE).read_text()) for run in runs]
+    versions = sorted(
+        {
+            f"{key.removeprefix('version.')} {value}"
+            for record in records
+            for key, value in record.items()
+            if key.startswith("version.")
+        }
+    )
+    return {
+        "spec": spec.name,
+        "paper": spec.paper,
+        "paper metric": spec.paper_metric,
+        "our metric": f"{spec.metric} ({SELECTION})",
+        "git commits": sorted({record.get("git_commit", "unknown") for record in records}),
+        "config hashes": {
+            result.row.id: sorted({record_of[run].get("config_hash", "?") for run in result.runs if run in record_of})
+            for result in results
+        },
+        "packages": versions,
+        "hardware": sorted({record.get("hardware", "unknown") for record in records}),
+        "seeds": {result.row.id: len(result.runs) for result in results},
+        "training seconds (sum)": round(sum(final.get("perf/train_seconds_total", 0.0) for final in finals), 1),
+        "run ids": [record["tracker_run_id"] for record in records if record.get("tracker_run_id")],
+        "run directories": [str(run) for run in runs],
+    }
+
+
+def introduction(spec: AblationSpec) -> str:
+    """What the table compares: the paper's metric and ours, and the kind of table."""
+    return (
+        f"{spec.paper}. Paper metric: {spec.paper_metric}. Ours: {spec.metric}, {SELECTION}; "
+        f"table kind: {spec.kind.replace('_', '-')}."
+    )
+
+
+def render_markdown(
+    spec: AblationSpec, cells: list[list[str]], figures: list[tuple[str, str]], origin: dict[str, Any]
+) -> str:
+    """The report as Markdown; ``figures`` are (title, relative image path)."""
+    lines = [f"# {spec.title}", "", introduction(spec), ""]
+    lines += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in cells]
+    lines += [
+        "",
+        "95% CIs are percentile bootstraps over seeds; P(improvement) is P(row > compared row) over seed pairs.",
+        "",
+    ]
+    for title, path in figures:
+        lines += [f"## {title}", "", f"![{title}]({path})", ""]
+    lines += ["## Provenance", "", "```json", json.dumps(origin, indent=2), "```", ""]
+    return "\n".join(lines)
+
+
+def render_html(
+    spec: AblationSpec, cells: list[list[str]], figures: list[tuple[str, bytes]], origin: dict[str, Any]
+) -> str:
+    """The report as one self-contained HTML page (figures embedded)."""
+    esc = html.escape
+    head = "".join(f"<th>{esc(title)}</th>" for title in HEADER)
+    body = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>" for row in cells)
+    images = "".join(
+        f"<h2>{esc(title)}</h2><img alt='{esc(title)}' src='{png_data_uri(png)}'>" for title, png in figures
+    )
+    style = "body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px}pre{background:#f6f6f6;padding:1em;overflow:auto}"
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(spec.title)}</title><style>{style}</style></head><body>"
+        f"<h1>{esc(spec.title)}</h1><p>{esc(introduction(spec))}</p><table><tr>{head}</tr>{body}</table>"
+        "<p>95% CIs are percentile bootstraps over seeds; P(improvement) is P(row &gt; compared row) over seed pairs.</p>"
+        f"{images}<h2>Provenance</h2><pre>{esc(json.dumps(origin, indent=2))}</pre></body></html>\n"
+    )
+
+
+def write_report(spec_name: str, runs_dir: Path, out_dir: Path, seeds: int) -> tuple[Path, Path]:
+    """Write ``{spec}.md`` (with its figures in ``{spec}_figures/``) and ``{spec}.html`` into ``out_dir``."""
+    spec = read_spec(spec_name)
+    results = collect(spec, runs_dir, seeds)
+    cells = table_cells(spec, results)
+    origin = provenance(spec, results)
+    figures = figure_grid({result.row.label: list(result.runs) for result in results if result.runs})
+    figure_dir = out_dir / f"{spec.name}_figures"
+    figure_dir.mkdir(parents=True, exist_ok=True)
+    linked = []
+    for index, (title, png) in enumerate(figures):
+        path = figure_dir / f"{index:02d}.png"
+        path.write_bytes(png)
+        linked.append((title, f"{figure_dir.name}/{path.name}"))
+    markdown, page = out_dir / f"{spec.name}.md", out_dir / f"{spec.name}.html"
+    for path, text in (
+        (markdown, render_markdown(spec, cells, linked, origin)),
+        (page, render_html(spec, cells, figures, origin)),
+    ):
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(text)
+        partial.replace(path)
+    return markdown, page
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.ablation", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spec", required=True, help="ablation spec (python -m algos.ablations --list)")
+    parser.add_argument(
+        "--runs", type=Path, default=Path("results/runs"), help="directory holding <spec>/<row>/seed<n>/"
+    )
+    parser.add_argument("--out", type=Path, default=Path("results/reports"), help="directory for the reports")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per row (0..seeds-1)")
+    args = parser.parse_args(argv)
+    try:
+        for path in write_report(args.spec, args.runs, args.out, args.seeds):
+            print(path)
+    except (ConfigError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
