@@ -29,6 +29,12 @@ rule ablations:
         expand("results/reports/{spec}.html", spec=config["ablations"]["specs"]),
 
 
+rule compare:
+    """Every preset trained on the built-in task with every seed, side by side in one report."""
+    input:
+        "results/reports/presets.html",
+
+
 rule report:
     """Re-render the reports from whatever runs have finished (nothing is trained)."""
     params:
