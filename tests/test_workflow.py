@@ -23,3 +23,12 @@ def test_dry_run_plans_every_preset():
 def test_lint_is_clean():
     result = snakemake("--lint")
     assert result.returncode == 0 and "good condition" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("profile", ["local", "slurm", "kubernetes"])
+def test_every_profile_plans_the_ablations(profile):
+    if profile != "local":
+        pytest.importorskip(f"snakemake_executor_plugin_{profile}", reason="needs the 'cluster' extra")
+    result = snakemake("-n", "--profile", f"experiments/profiles/{profile}", "ablations")
+    assert result.returncode == 0, result.stderr
+    assert "train_row" in result.stdout and "ablation_report" in result.stdout
