@@ -28,7 +28,7 @@ rule ablation_report:
         lambda wildcards: spec_runs(wildcards.spec),
     output:
         markdown="results/reports/{spec}.md",
-        page="results/reports/{spec}.html",
+        page=report("results/reports/{spec}.html", category="Ablation reports", labels={"spec": "{spec}"}),
     log:
         "results/logs/report/{spec}.log",
     conda:
