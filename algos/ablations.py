@@ -156,9 +156,13 @@ def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> l
         else:
             settings = {**common, **changes}
             compare_to = entry.get("compare_to", None if row_id == reference else reference)
-        paper = entry.get("paper")
+        if "paper" not in entry:
+            raise ConfigError(
+                f"{path}: row '{row_id}' has no 'paper' field; give the paper's number, or null if it has none"
+            )
+        paper = entry["paper"]
         if paper is not None and not isinstance(paper, int | float):
-            raise ConfigError(f"{path}: row '{row_id}': 'paper' must be a number or absent, got {paper!r}")
+            raise ConfigError(f"{path}: row '{row_id}': 'paper' must be a number or null, got {paper!r}")
         rows.append(
             Row(
                 id=row_id,

@@ -46,7 +46,7 @@ def write_spec(tmp_path, **fields):
         "paper_metric": "m",
         "kind": "cumulative",
         "preset": "grpo",
-        "rows": [{"id": "a"}, {"id": "b", "changes": {"policy_loss.clip_eps_high": 0.3}}],
+        "rows": [{"id": "a", "paper": 1}, {"id": "b", "paper": None, "changes": {"policy_loss.clip_eps_high": 0.3}}],
     }
     body.update(fields)
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump(body))
@@ -66,13 +66,18 @@ def test_a_new_table_is_just_a_file(tmp_path):
             {"rows": [{"id": "a", "changes": {"policy_loss.clip_eps_hi": 0.3}}]},
             r"row 'a'.*did you mean 'policy_loss.clip_eps_high'",
         ),
-        ({"rows": [{"id": "a", "changes": {"policy_loss.clip_eps_low": -1}}]}, "row 'a' does not give a valid config"),
-        ({"rows": [{"id": "a"}, {"id": "a"}]}, "used twice"),
+        (
+            {"rows": [{"id": "a", "paper": 1, "changes": {"policy_loss.clip_eps_low": -1}}]},
+            "row 'a' does not give a valid config",
+        ),
+        ({"rows": [{"id": "a", "paper": 1}, {"id": "a", "paper": 1}]}, "used twice"),
         ({"rows": [{"id": "Bad Id"}]}, "lowercase"),
         ({"kind": "leave_one_out"}, "needs 'reference'"),
         ({"rows": [{"id": "a", "paper": "high"}]}, "must be a number"),
-        ({"rows": [{"id": "a", "preset": "dapo"}]}, "keeps one preset"),
-        ({"rows": [{"id": "a", "colour": 1}]}, "unknown fields"),
+        ({"rows": [{"id": "a"}]}, "row 'a' has no 'paper' field"),
+        ({"preset": "grpo_plus"}, "unknown preset 'grpo_plus'"),
+        ({"rows": [{"id": "a", "paper": 1, "preset": "dapo"}]}, "keeps one preset"),
+        ({"rows": [{"id": "a", "paper": 1, "colour": 1}]}, "unknown fields"),
     ],
 )
 def test_bad_specs_fail_naming_file_row_and_choices(tmp_path, fields, message):
