@@ -4,7 +4,7 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "experiments/config.yaml"
+configfile: f"{workflow.basedir}/experiments/config.yaml"
 
 
 validate(config, "experiments/config.schema.yaml")
@@ -26,6 +26,7 @@ rule all:
 rule ablations:
     """Every configured ablation spec: each row trained with every seed, then its report."""
     input:
+        [run for spec in config["ablations"]["specs"] for run in spec_runs(spec)],
         expand("results/reports/{spec}.html", spec=config["ablations"]["specs"]),
 
 

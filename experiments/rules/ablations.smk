@@ -10,6 +10,7 @@ rule train_row:
         "../envs/harness.yml"
     params:
         config_hash=row_config_hash,
+        budget=" ".join(config["ablations"]["overrides"]),
         run="results/runs/{spec}/{row}/seed{seed}",
     wildcard_constraints:
         seed=r"\d+",
@@ -18,7 +19,7 @@ rule train_row:
     shell:
         "mkdir -p {params.run} && python -m algos.ablations --spec {wildcards.spec} --row {wildcards.row} "
         "> {params.run}/row_config.yaml 2> {log} && python -m algos.train --config {params.run}/row_config.yaml "
-        "--out {params.run} model.name_or_path={input.model} seed={wildcards.seed} "
+        "--out {params.run} model.name_or_path={input.model} seed={wildcards.seed} {params.budget} "
         "tracking.run_name={wildcards.spec}/{wildcards.row}/seed{wildcards.seed} >> {log} 2>&1"
 
 

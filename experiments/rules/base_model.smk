@@ -8,5 +8,7 @@ rule base_model:
         "../envs/harness.yml"
     message:
         "Building the built-in base model (supervised warm-up from scratch)"
+    params:
+        recipe=config["base_model"]["args"],
     shell:
-        "python -m algos.sft --out {output.model} > {log} 2>&1"
+        "python -m algos.sft --out {output.model} {params.recipe} > {log} 2>&1"
