@@ -8,15 +8,18 @@ database (``sqlite:///mlflow.db``, artifacts under ``./mlruns``); ``tracking.uri
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
 from algos.config import TrackingConfig
 
 DEFAULT_URI = "sqlite:///mlflow.db"
+SQLITE_PREFIX = "sqlite:///"
 _MLFLOW_BATCH = 100  # MLflow's per-request limit on params and a safe chunk for metrics
 
 
@@ -58,13 +61,17 @@ class MLflowTracker:
     def __init__(self, cfg: TrackingConfig, run_name: str, tags: Mapping[str, str], run_id: str | None = None):
         from mlflow.tracking import MlflowClient
 
-        self.client = MlflowClient(tracking_uri=cfg.uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
-        if run_id is None:
-            experiment = self.client.get_experiment_by_name(cfg.experiment)
-            experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(cfg.experiment)
-            run_id = self.client.create_run(experiment_id, run_name=run_name, tags=dict(tags)).info.run_id
-        else:
-            self.client.update_run(run_id, status="RUNNING")
+        uri = cfg.uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+        with _store_lock(uri):
+            self.client = MlflowClient(tracking_uri=uri)
+            if run_id is None:
+                experiment = self.client.get_experiment_by_name(cfg.experiment)
+                experiment_id = (
+                    experiment.experiment_id if experiment else self.client.create_experiment(cfg.experiment)
+                )
+                run_id = self.client.create_run(experiment_id, run_name=run_name, tags=dict(tags)).info.run_id
+            else:
+                self.client.update_run(run_id, status="RUNNING")
         self.run_id = run_id
 
     def log_params(self, params: Mapping[str, Any]) -> None:
@@ -87,6 +94,25 @@ class MLflowTracker:
 
     def finish(self, status: str) -> None:
         self.client.set_terminated(self.run_id, status=status)
+
+
+@contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """Hold an exclusive lock next to a local SQLite store while a run is set up in it.
+
+    Parallel workflow jobs that open a new store at once would otherwise race to create its tables
+    and its experiment, and all but one would fail. Other stores (a tracking server) need no lock.
+    """
+    if not uri.startswith(SQLITE_PREFIX):
+        yield
+        return
+    database = Path(uri.removeprefix(SQLITE_PREFIX))
+    with open(database.with_name(database.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def make_tracker(cfg: TrackingConfig, run_name: str, tags: Mapping[str, str], run_id: str | None = None) -> Tracker:

@@ -20,7 +20,7 @@ rule train_row:
         "mkdir -p {params.run} && python -m algos.ablations --spec {wildcards.spec} --row {wildcards.row} "
         "> {params.run}/row_config.yaml 2> {log} && python -m algos.train --config {params.run}/row_config.yaml "
         "--out {params.run} model.name_or_path={input.model} seed={wildcards.seed} {params.budget} "
-        "tracking.run_name={wildcards.spec}/{wildcards.row}/seed{wildcards.seed} >> {log} 2>&1"
+        "tracking.experiment={wildcards.spec} tracking.run_name={wildcards.row}/seed{wildcards.seed} >> {log} 2>&1"
 
 
 rule ablation_report:

@@ -23,10 +23,22 @@ from eval.tokenizer import build_tokenizer
 PROJECT = Path(__file__).resolve().parents[2]
 
 MONITORED = {
-    "rollout/reward_mean", "rollout/reward_std", "rollout/accuracy", "rollout/response_length_mean",
-    "rollout/response_length_max", "rollout/truncated_frac", "rollout/zero_variance_groups_filtered_frac",
-    "rollout/generation_rounds", "actor/entropy", "actor/clip_frac_low", "actor/clip_frac_high",
-    "actor/approx_kl_old", "actor/grad_norm", "actor/lr", "perf/gen_tokens_per_s", "perf/train_tokens_per_s",
+    "rollout/reward_mean",
+    "rollout/reward_std",
+    "rollout/accuracy",
+    "rollout/response_length_mean",
+    "rollout/response_length_max",
+    "rollout/truncated_frac",
+    "rollout/zero_variance_groups_filtered_frac",
+    "rollout/generation_rounds",
+    "actor/entropy",
+    "actor/clip_frac_low",
+    "actor/clip_frac_high",
+    "actor/approx_kl_old",
+    "actor/grad_norm",
+    "actor/lr",
+    "perf/gen_tokens_per_s",
+    "perf/train_tokens_per_s",
 }
 """ALGORITHMS.md §4: what every run logs (KL to π_ref and critic metrics only where those exist)."""
 
@@ -65,7 +77,9 @@ def test_every_preset_trains_and_logs_the_monitoring_metrics(preset, tiny_base, 
     extra = {"rollout.prompts_per_step": 8} if preset == "ppo" else {}
     cfg = load_config(preset, overrides=tiny_overrides(tiny_base, **extra) + ["run.steps=2"])
     if cfg.critic.pretrain_steps:
-        cfg = load_config(preset, overrides=tiny_overrides(tiny_base, **extra) + ["run.steps=2", "critic.pretrain_steps=2"])
+        cfg = load_config(
+            preset, overrides=tiny_overrides(tiny_base, **extra) + ["run.steps=2", "critic.pretrain_steps=2"]
+        )
     result = train(cfg, tmp_path, preset=preset)
     rows = run_files.read_metrics(tmp_path)
     assert [row["step"] for row in rows] == [0, 1, 2]
@@ -153,7 +167,9 @@ def test_user_problems_and_verifier(tiny_base, tmp_path):
         return response.strip().endswith(answer)
 
     cfg = load_config("grpo", overrides=tiny_overrides(tiny_base, **{"run.steps": 1}))
-    result = train(cfg, tmp_path, problems=problems, eval_problems={"mine": problems[:4]}, verifier=verifier, tracker=NullTracker())
+    result = train(
+        cfg, tmp_path, problems=problems, eval_problems={"mine": problems[:4]}, verifier=verifier, tracker=NullTracker()
+    )
     assert "eval/mine/accuracy_greedy" in result.metrics
     assert len(calls) >= 16
 
@@ -195,3 +211,28 @@ def test_command_line_errors_name_the_problem(tmp_path, capsys):
     assert "nope" in capsys.readouterr().err
     assert main(["--out", str(tmp_path), f"model.name_or_path={tmp_path / 'missing'}"]) == 2
     assert "python -m algos.sft" in capsys.readouterr().err
+
+
+def _open_run(uri: str, name: str) -> None:
+    from algos.config import TrackingConfig
+    from algos.tracking import MLflowTracker
+
+    MLflowTracker(TrackingConfig(uri=uri, experiment="campaign"), run_name=name, tags={}).finish("FINISHED")
+
+
+def test_parallel_runs_opening_a_new_store_all_get_their_run(tmp_path):
+    import multiprocessing
+
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_open_run, args=(uri, f"run{i}")) for i in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("campaign").experiment_id])
+    assert sorted(run.info.run_name for run in runs) == ["run0", "run1", "run2", "run3"]
