@@ -37,7 +37,7 @@ import yaml
 from pydantic import ValidationError
 
 from algos.config import RLConfig
-from algos.presets import ConfigError, checked_settings, config_to_dict, load_config, read_yaml
+from algos.presets import ConfigError, checked_settings, config_to_dict, load_config, named_yaml, read_yaml, yaml_names
 
 ABLATIONS_DIR = Path(__file__).resolve().parent.parent / "experiments" / "ablations"
 KINDS = ("cumulative", "leave_one_out")
@@ -83,14 +83,12 @@ class AblationSpec:
 
 def available_specs(ablations_dir: Path = ABLATIONS_DIR) -> list[str]:
     """Names of the spec files in ``ablations_dir``."""
-    return sorted(path.stem for path in ablations_dir.glob("*.yaml"))
+    return yaml_names(ablations_dir)
 
 
 def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
     """Parse, check and resolve one spec; every row's config is built once to prove it valid."""
-    path = ablations_dir / f"{name}.yaml"
-    if not path.is_file():
-        raise ConfigError(f"unknown ablation spec '{name}'; valid specs: {', '.join(available_specs(ablations_dir))}")
+    path = named_yaml(ablations_dir, name, "spec")
     body = read_yaml(path)
     if not isinstance(body, dict) or (missing := [key for key in REQUIRED if key not in body]):
         raise ConfigError(

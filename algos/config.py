@@ -157,14 +157,11 @@ class PolicyLossConfig:
 class KLConfig:
     """Penalty towards the frozen reference policy."""
 
-    coef: NonNegative = Field(
-        0.0, description="beta. 0 for DAPO, VAPO, Dr. GRPO; 0.04 for GRPO (DeepSeekMath)."
-    )
+    coef: NonNegative = Field(0.0, description="beta. 0 for DAPO, VAPO, Dr. GRPO; 0.04 for GRPO (DeepSeekMath).")
     estimator: Literal["k1", "k2", "k3"] = Field(
         "k3",
         description=(
-            "k1: log(pi/pi_ref). k2: 0.5 log^2(pi/pi_ref). k3: pi_ref/pi - log(pi_ref/pi) - 1 "
-            "(GRPO; Schulman 2020)."
+            "k1: log(pi/pi_ref). k2: 0.5 log^2(pi/pi_ref). k3: pi_ref/pi - log(pi_ref/pi) - 1 (GRPO; Schulman 2020)."
         ),
     )
     placement: Literal["loss", "reward"] = Field(
@@ -187,14 +184,12 @@ class RewardConfig:
     correct: float = Field(1.0, description="Reward of a verified-correct response (DAPO: +1; TRL and most: 1).")
     incorrect: float = Field(0.0, description="Reward of an incorrect response (DAPO: -1; TRL and most: 0).")
     overlong_filter: bool = Field(
-        False, description="Mask truncated responses (no EOS within the budget) out of the policy loss (DAPO Overlong Filtering)."
+        False,
+        description="Mask truncated responses (no EOS within the budget) out of the policy loss (DAPO Overlong Filtering).",
     )
     soft_overlong_buffer: PositiveInt | None = Field(
         None,
-        description=(
-            "L_cache of DAPO's soft overlong punishment (Eq. 13; DAPO: 4096). None turns the "
-            "punishment off."
-        ),
+        description=("L_cache of DAPO's soft overlong punishment (Eq. 13; DAPO: 4096). None turns the punishment off."),
     )
     soft_overlong_max_length: PositiveInt | None = Field(
         None,
@@ -206,9 +201,12 @@ class RewardConfig:
 class DynamicSamplingConfig:
     """DAPO's Dynamic Sampling: keep only groups whose responses differ in correctness."""
 
-    enabled: bool = Field(False, description="Drop groups with accuracy 0 or 1 and generate more prompts (DAPO Dynamic Sampling).")
+    enabled: bool = Field(
+        False, description="Drop groups with accuracy 0 or 1 and generate more prompts (DAPO Dynamic Sampling)."
+    )
     max_rounds: PositiveInt = Field(
-        4, description="Cap on generation rounds per step; at the cap the step trains on the informative groups found so far."
+        4,
+        description="Cap on generation rounds per step; at the cap the step trains on the informative groups found so far.",
     )
     filter_on: Literal["correctness", "reward"] = Field(
         "correctness",
@@ -308,7 +306,8 @@ class TaskConfig:
 
     min_steps: PositiveInt = Field(2, description="Fewest operations in a problem (solution 4*steps + 3 tokens).")
     max_steps: PositiveInt = Field(
-        8, description="Most operations; 8 steps need 35 tokens and the end-of-sequence token, beyond the default 32-token budget."
+        8,
+        description="Most operations; 8 steps need 35 tokens and the end-of-sequence token, beyond the default 32-token budget.",
     )
     modulus: Annotated[int, Field(ge=2)] = Field(10, description="Arithmetic is modulo this number.")
 
@@ -440,15 +439,16 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
     if needs_groups and rollout.group_size < 2:
         problems.append(f"{', '.join(needs_groups)} compares responses within a group: set rollout.group_size >= 2")
     if adv.estimator != "gae" and (adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None):
-        problems.append("advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae")
+        problems.append(
+            "advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae"
+        )
     if cfg.task.min_steps > cfg.task.max_steps:
         problems.append("task.min_steps must not exceed task.max_steps")
     if adv.adaptive_lambda_min > adv.adaptive_lambda_max:
         problems.append("advantage.adaptive_lambda_min must not exceed advantage.adaptive_lambda_max")
     if cfg.rollout_batch_size % cfg.optim.mini_batches:
         problems.append(
-            f"optim.mini_batches={cfg.optim.mini_batches} must divide the rollout batch "
-            f"P*G={cfg.rollout_batch_size}"
+            f"optim.mini_batches={cfg.optim.mini_batches} must divide the rollout batch P*G={cfg.rollout_batch_size}"
         )
     elif cfg.optim.micro_batch_size and cfg.mini_batch_size % cfg.optim.micro_batch_size:
         problems.append(

@@ -106,11 +106,15 @@ def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -
         "actor/clip_frac_high": stats.clip_frac_high.item(),
         "actor/dual_clip_frac": stats.dual_clip_frac.item(),
         "actor/ratio_mean": masked_mean(ratio.detach(), loss_mask).item(),
-        "actor/approx_kl_old": masked_mean(kl_estimate(batch.logprobs.detach(), batch.old_logprobs, "k3"), batch.mask).item(),
+        "actor/approx_kl_old": masked_mean(
+            kl_estimate(batch.logprobs.detach(), batch.old_logprobs, "k3"), batch.mask
+        ).item(),
     }
 
     if batch.ref_logprobs is not None:
-        metrics["actor/kl_ref"] = masked_mean(kl_estimate(batch.logprobs.detach(), batch.ref_logprobs, "k3"), batch.mask).item()
+        metrics["actor/kl_ref"] = masked_mean(
+            kl_estimate(batch.logprobs.detach(), batch.ref_logprobs, "k3"), batch.mask
+        ).item()
     if cfg.kl_in_loss:
         if batch.ref_logprobs is None:
             raise ValueError("kl.placement=loss with kl.coef > 0 needs reference log-probabilities")
@@ -143,7 +147,9 @@ def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -
         value = aggregate(per_token_value, batch.mask, "token_mean", Normalizer(denominators.value_tokens, 1.0))
         metrics["critic/value_loss"] = value.item()
         metrics["critic/value_clip_frac"] = value_clip_frac.item()
-        metrics["critic/explained_variance"] = explained_variance(batch.values.detach(), batch.returns, batch.mask).item()
+        metrics["critic/explained_variance"] = explained_variance(
+            batch.values.detach(), batch.returns, batch.mask
+        ).item()
 
     total = policy if value is None else policy + value
     metrics["actor/policy_loss"] = policy.item()

@@ -131,18 +131,33 @@ def read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
 
 
+def yaml_names(directory: Path) -> list[str]:
+    """Names (file stems) of the YAML files in ``directory``."""
+    return sorted(path.stem for path in directory.glob("*.yaml"))
+
+
+def named_yaml(directory: Path, name: str, what: str) -> Path:
+    """The file ``{name}.yaml`` in ``directory``; an unknown name fails listing the valid ones."""
+    path = directory / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"unknown {what} '{name}'; valid {what}s: {', '.join(yaml_names(directory))}")
+    return path
+
+
 def available_presets(presets_dir: Path = PRESETS_DIR) -> list[str]:
     """Names of the preset files in ``presets_dir``."""
-    return sorted(path.stem for path in presets_dir.glob("*.yaml"))
+    return yaml_names(presets_dir)
 
 
 def read_preset(name: str, presets_dir: Path = PRESETS_DIR) -> Preset:
     """Parse and check one preset file: every change has a known key, a value and a source."""
-    path = presets_dir / f"{name}.yaml"
-    if not path.is_file():
-        raise ConfigError(f"unknown preset '{name}'; valid presets: {', '.join(available_presets(presets_dir))}")
+    path = named_yaml(presets_dir, name, "preset")
     body = read_yaml(path)
-    if not isinstance(body, dict) or not isinstance(body.get("paper"), str) or not isinstance(body.get("changes"), dict):
+    if (
+        not isinstance(body, dict)
+        or not isinstance(body.get("paper"), str)
+        or not isinstance(body.get("changes"), dict)
+    ):
         raise ConfigError(f"{path}: a preset needs 'paper' (text) and 'changes' (a mapping of dotted keys)")
     changes, sources = {}, {}
     for key, entry in body["changes"].items():

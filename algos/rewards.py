@@ -17,7 +17,9 @@ def outcome_scores(cfg: RLConfig, correct: torch.Tensor, lengths: torch.Tensor) 
     """
     scores = correctness_reward(correct, cfg.reward.correct, cfg.reward.incorrect)
     if cfg.reward.soft_overlong_buffer is not None:
-        scores = scores + soft_overlong_punishment(lengths, cfg.soft_overlong_max_length, cfg.reward.soft_overlong_buffer)
+        scores = scores + soft_overlong_punishment(
+            lengths, cfg.soft_overlong_max_length, cfg.reward.soft_overlong_buffer
+        )
     return scores
 
 

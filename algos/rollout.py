@@ -62,7 +62,9 @@ class _Sampled:
 def _pad_cat(tensors: list[torch.Tensor], value: int, left: bool) -> torch.Tensor:
     """Concatenate (N_i, T_i) tensors along rows, padding each to the widest T on the left or right."""
     width = max(t.shape[1] for t in tensors)
-    return torch.cat([F.pad(t, (width - t.shape[1], 0) if left else (0, width - t.shape[1]), value=value) for t in tensors])
+    return torch.cat(
+        [F.pad(t, (width - t.shape[1], 0) if left else (0, width - t.shape[1]), value=value) for t in tensors]
+    )
 
 
 def _concat(parts: list[_Sampled], pad_id: int) -> _Sampled:
@@ -109,7 +111,12 @@ def _sample_round(
     answers = [p.answer for p in problems for _ in range(group)]
     correct = torch.tensor([task.verifier(t, a) for t, a in zip(texts, answers, strict=True)], device=device)
     scores = outcome_scores(cfg, correct, result.lengths)
-    return _Sampled(SequenceBatch(prompt_ids, prompt_mask, result.response_ids, result.response_mask), correct, result.truncated, scores)
+    return _Sampled(
+        SequenceBatch(prompt_ids, prompt_mask, result.response_ids, result.response_mask),
+        correct,
+        result.truncated,
+        scores,
+    )
 
 
 def _rollout_metrics(sampled: _Sampled, rounds: int, dropped_fraction: float, seconds: float) -> dict[str, float]:
@@ -180,9 +187,13 @@ def _score_rollout(
     mask = batch.sequences.response_mask.float()
     if batch.correct.numel() == 0:  # dynamic sampling found no informative group: nothing to learn from
         empty = torch.zeros_like(mask)
-        return RolloutBatch(batch.sequences, batch.correct, batch.truncated, batch.scores, empty, empty, metrics=metrics)
+        return RolloutBatch(
+            batch.sequences, batch.correct, batch.truncated, batch.scores, empty, empty, metrics=metrics
+        )
     old_logprobs, _ = response_logprobs(sampler, batch.sequences, cfg.rollout.temperature)
-    ref_logprobs = response_logprobs(reference, batch.sequences, cfg.rollout.temperature)[0] if reference is not None else None
+    ref_logprobs = (
+        response_logprobs(reference, batch.sequences, cfg.rollout.temperature)[0] if reference is not None else None
+    )
     values = response_values(critic, batch.sequences) * mask if critic is not None else None
     rewards = token_rewards(cfg, batch.scores, mask, old_logprobs, ref_logprobs)
     estimate = compute_advantages(cfg.advantage, rewards, mask, cfg.rollout.group_size, values)

@@ -1,10 +1,10 @@
 """The plain files every run writes to its output directory, readable without MLflow.
 
-    config.yaml          the resolved config
-    run.json             tags: preset, seed, config hash, git commit, package versions, hardware
-    metrics.jsonl        one JSON object per logged step: {"step": n, "<metric>": value, ...}
-    final_metrics.json   held-out accuracies of the base and of the final policy, checkpoint path
-    checkpoint/          the last resumable checkpoint (see algos.checkpoint)
+config.yaml          the resolved config
+run.json             tags: preset, seed, config hash, git commit, package versions, hardware
+metrics.jsonl        one JSON object per logged step: {"step": n, "<metric>": value, ...}
+final_metrics.json   held-out accuracies of the base and of the final policy, checkpoint path
+checkpoint/          the last resumable checkpoint (see algos.checkpoint)
 """
 
 from __future__ import annotations

@@ -28,7 +28,9 @@ class SequenceBatch:
 
     def rows(self, index: torch.Tensor) -> SequenceBatch:
         """The sub-batch of the given row indices."""
-        return SequenceBatch(*(t[index] for t in (self.prompt_ids, self.prompt_mask, self.response_ids, self.response_mask)))
+        return SequenceBatch(
+            *(t[index] for t in (self.prompt_ids, self.prompt_mask, self.response_ids, self.response_mask))
+        )
 
     def model_inputs(self) -> dict[str, torch.Tensor]:
         """input_ids, attention_mask and position_ids of the joined (B, T_prompt + T) sequences."""

@@ -103,7 +103,9 @@ def evaluate(
         if not problems:
             continue
         common = dict(max_new_tokens=cfg.rollout.max_new_tokens, chat=chat)
-        metrics[f"eval/{split}/accuracy_greedy"] = accuracy(policy, tokenizer, problems, task.verifier, greedy=True, **common)
+        metrics[f"eval/{split}/accuracy_greedy"] = accuracy(
+            policy, tokenizer, problems, task.verifier, greedy=True, **common
+        )
         generator = torch.Generator(device).manual_seed(derive_seed(cfg.seed, "eval", step, split))
         metrics[f"eval/{split}/accuracy_t1"] = accuracy(
             policy, tokenizer, problems, task.verifier, greedy=False, temperature=1.0, generator=generator, **common
@@ -137,7 +139,12 @@ class _StalePolicy:
 
 
 def _pretrain_critic(
-    cfg: RLConfig, learner: Learner, accelerator: Accelerator, tokenizer: PreTrainedTokenizerBase, task: TaskData, chat: bool
+    cfg: RLConfig,
+    learner: Learner,
+    accelerator: Accelerator,
+    tokenizer: PreTrainedTokenizerBase,
+    task: TaskData,
+    chat: bool,
 ) -> None:
     """VAPO's value pretraining: critic-only updates towards Monte-Carlo returns of the initial policy."""
     for index in range(cfg.critic.pretrain_steps):
@@ -261,7 +268,9 @@ def train(
             if step == cfg.run.steps or (cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0):
                 latest = checkpoint(step, train_seconds)
             progress.update(1)
-            progress.set_postfix(acc=f"{metrics['rollout/accuracy']:.2f}", len=f"{metrics['rollout/response_length_mean']:.0f}")
+            progress.set_postfix(
+                acc=f"{metrics['rollout/accuracy']:.2f}", len=f"{metrics['rollout/response_length_mean']:.0f}"
+            )
 
     final = _final_metrics(out, latest)
     run_files.write_json(out / run_files.FINAL_FILE, final)

@@ -68,7 +68,9 @@ def _optimizer_step(
     pairs = [] if critic_only else [("actor", learner.policy, learner.optimizer)]
     if learner.critic is not None:
         pairs.append(("critic", learner.critic, learner.critic_optimizer))
-    norms = {name: _grad_norm(list(model.parameters()), cfg.optim.max_grad_norm, accelerator) for name, model, _ in pairs}
+    norms = {
+        name: _grad_norm(list(model.parameters()), cfg.optim.max_grad_norm, accelerator) for name, model, _ in pairs
+    }
     finite = finite_loss and all(math.isfinite(norm) for norm in norms.values())
     for name, _, optimizer in pairs:
         if finite:
@@ -82,7 +84,9 @@ def _optimizer_step(
     return metrics
 
 
-def _loss_inputs(cfg: RLConfig, batch: RolloutBatch, rows: torch.Tensor, learner: Learner, critic_only: bool) -> LossInputs:
+def _loss_inputs(
+    cfg: RLConfig, batch: RolloutBatch, rows: torch.Tensor, learner: Learner, critic_only: bool
+) -> LossInputs:
     sequences = batch.sequences.rows(rows)
     wants_entropy_grad = cfg.policy_loss.entropy_coef > 0
     if critic_only:

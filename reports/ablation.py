@@ -41,10 +41,11 @@ SELECTION = "final step of every run"
 
 @dataclass(frozen=True)
 class RowResult:
-    """One row's finished seeds: their run directories and values of the spec's metric, seed-ordered."""
+    """One row's finished seeds: their run directories, final metrics and the spec's metric, seed-ordered."""
 
     row: Row
     runs: tuple[Path, ...]
+    finals: tuple[dict[str, float], ...]
     values: tuple[float, ...]
     estimate: Estimate | None
     comparison: Comparison | None
@@ -60,6 +61,7 @@ def finished_runs(runs_dir: Path, spec: AblationSpec, row: Row, seeds: int) -> l
 def collect(spec: AblationSpec, runs_dir: Path, seeds: int) -> list[RowResult]:
     """Every row's estimate and its comparison with the row it is compared with."""
     runs_of: dict[str, tuple[Path, ...]] = {}
+    finals_of: dict[str, tuple[dict[str, float], ...]] = {}
     metric_of: dict[str, tuple[float, ...]] = {}
     for row in spec.rows:
         runs = finished_runs(runs_dir, spec, row, seeds)
@@ -69,7 +71,8 @@ def collect(spec: AblationSpec, runs_dir: Path, seeds: int) -> list[RowResult]:
             raise ValueError(
                 f"metric '{spec.metric}' of spec '{spec.name}' is not in {FINAL_FILE} of: {', '.join(missing)}"
             )
-        runs_of[row.id], metric_of[row.id] = tuple(runs), tuple(final[spec.metric] for final in finals)
+        runs_of[row.id], finals_of[row.id] = tuple(runs), tuple(finals)
+        metric_of[row.id] = tuple(final[spec.metric] for final in finals)
     results = []
     for row in spec.rows:
         mine, theirs = metric_of[row.id], metric_of[row.compare_to] if row.compare_to else ()
@@ -83,6 +86,7 @@ def collect(spec: AblationSpec, runs_dir: Path, seeds: int) -> list[RowResult]:
             RowResult(
                 row=row,
                 runs=runs_of[row.id],
+                finals=finals_of[row.id],
                 values=mine,
                 estimate=seed_estimate(mine) if mine else None,
                 comparison=comparison,
@@ -118,7 +122,7 @@ def provenance(spec: AblationSpec, results: list[RowResult]) -> dict[str, Any]:
     runs = [run for result in results for run in result.runs]
     record_of = {run: json.loads((run / RUN_FILE).read_text()) for run in runs if (run / RUN_FILE).is_file()}
     records = list(record_of.values())
-    finals = [json.loads((run / FINAL_FILE).read_text()) for run in runs]
+    finals = [final for result in results for final in result.finals]
     versions = sorted(
         {
             f"{key.removeprefix('version.')} {value}"

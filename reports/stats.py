@@ -87,17 +87,8 @@ def seed_estimate(
     mean = float(np.mean(sample))
     if sample.size == 1 or np.all(sample == sample[0]):
         return Estimate(mean, mean, mean, sample.size, confidence)
-    result = stats.bootstrap(
-        (sample,),
-        np.mean,
-        n_resamples=resamples,
-        vectorized=True,
-        confidence_level=confidence,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    interval = result.confidence_interval
-    return Estimate(mean, float(interval.low), float(interval.high), sample.size, confidence)
+    low, high = _percentile_interval((sample,), np.mean, confidence, resamples, seed)
+    return Estimate(mean, low, high, sample.size, confidence)
 
 
 def paired_comparison(
@@ -230,18 +221,25 @@ def _unpaired_delta(row: np.ndarray, base: np.ndarray, confidence: float, resamp
     # scipy refuses one-observation samples; a single run resamples only to itself, and so does the same
     # value twice, so doubling it leaves the bootstrap distribution unchanged.
     row, base = (np.repeat(side, 2) if side.size == 1 else side for side in (row, base))
-    result = stats.bootstrap(
-        (row, base),
-        _difference_of_means,
+    low, high = _percentile_interval((row, base), _difference_of_means, confidence, resamples, seed)
+    return Estimate(mean, low, high, n, confidence)
+
+
+def _percentile_interval(
+    samples: tuple[np.ndarray, ...], statistic, confidence: float, resamples: int, seed: int
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic``, each sample resampled independently (seeded)."""
+    interval = stats.bootstrap(
+        samples,
+        statistic,
         n_resamples=resamples,
         vectorized=True,
         paired=False,
         confidence_level=confidence,
         method="percentile",
         rng=np.random.default_rng(seed),
-    )
-    interval = result.confidence_interval
-    return Estimate(mean, float(interval.low), float(interval.high), n, confidence)
+    ).confidence_interval
+    return float(interval.low), float(interval.high)
 
 
 def _difference_of_means(row: np.ndarray, base: np.ndarray, axis: int = -1) -> np.ndarray:
