@@ -13,20 +13,24 @@ A spec in ``experiments/ablations/`` reads::
       - {id: naive_grpo, label: Naive GRPO, paper: 30}
       - {id: overlong_filtering, label: "+ Overlong Filtering", paper: 36, changes: {reward.overlong_filter: true}}
 
-``cumulative``: row k is the preset, the spec's ``settings`` and the changes of rows 1..k, and is
-compared with row k - 1. ``leave_one_out``: each row is its own ``preset`` (default the spec's), the
-settings and its own changes, and is compared with the ``reference`` row (the full method), or with
-the row its ``compare_to`` names (a table of several settings, each with its own reference).
+``settings`` are the spec's changes to its preset, shared by the rows built on it. ``cumulative``:
+row k is the preset, the settings and the changes of rows 1..k, and is compared with row k - 1.
+``leave_one_out``: each row is the spec's preset with the settings and its own changes, or another
+``preset`` (a baseline, taken as published) with its own changes only; it is compared with the
+``reference`` row (the full method), or with the row its ``compare_to`` names (a table of several
+settings, each with its own reference).
 Every row's config is built when the spec is read, so a typo or an invalid value fails at once,
 naming the file and the row. Adding a row or a table needs no code.
 
 Command line: ``python -m algos.ablations --list``; ``python -m algos.ablations --spec dapo_table1
---row clip_higher`` prints the row's resolved config.
+--row clip_higher [--step-scale 0.5] [--set run.eval_problems=128]`` prints the row's resolved
+config, as a campaign with that budget runs it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from dataclasses import dataclass
@@ -37,7 +41,17 @@ import yaml
 from pydantic import ValidationError
 
 from algos.config import RLConfig
-from algos.presets import ConfigError, checked_settings, config_to_dict, load_config, named_yaml, read_yaml, yaml_names
+from algos.presets import (
+    ConfigError,
+    checked_settings,
+    config_to_dict,
+    flatten,
+    load_config,
+    named_yaml,
+    parse_override,
+    read_yaml,
+    yaml_names,
+)
 
 ABLATIONS_DIR = Path(__file__).resolve().parent.parent / "experiments" / "ablations"
 KINDS = ("cumulative", "leave_one_out")
@@ -76,9 +90,54 @@ class AblationSpec:
                 return row
         raise ConfigError(f"spec '{self.name}' has no row '{row_id}'; rows: {', '.join(r.id for r in self.rows)}")
 
-    def config(self, row_id: str) -> RLConfig:
+    def config(self, row_id: str, budget: Budget | None = None) -> RLConfig:
+        """The row's resolved config; with ``budget``, as a campaign runs it (see :class:`Budget`)."""
         row = self.row(row_id)
-        return load_config(row.preset, settings=row.settings)
+        if budget is None:
+            return load_config(row.preset, settings=row.settings)
+        self.check_budget(budget)
+        return scale_steps(load_config(row.preset, settings=row.settings, overrides=budget.overrides), budget.step_scale)
+
+    def check_budget(self, budget: Budget) -> None:
+        """Refuse a campaign override of a key on which this spec's rows differ: it would erase their difference."""
+        for text in budget.overrides:
+            key, _ = parse_override(text)
+            values = {row.id: flatten(config_to_dict(self.config(row.id))).get(key) for row in self.rows}
+            if len({repr(value) for value in values.values()}) > 1:
+                shown = ", ".join(f"{row_id}: {value!r}" for row_id, value in values.items())
+                raise ConfigError(
+                    f"spec '{self.name}': the campaign override '{text}' would erase a difference between its rows "
+                    f"({shown}); scale step counts with the step scale, or change the rows themselves"
+                )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long a campaign runs each row: ``key=value`` overrides, then every step count times ``step_scale``.
+
+    Overrides may only set keys on which a spec's rows agree (e.g. ``run.eval_problems``); step counts
+    that rows set differently (critic pretraining: 50 in VAPO, 0 without it) are scaled instead, so a
+    shorter campaign keeps each row's proportions.
+    """
+
+    overrides: tuple[str, ...] = ()
+    step_scale: float = 1.0
+
+
+STEP_COUNTS = (("run", "steps"), ("run", "eval_every"), ("run", "checkpoint_every"), ("critic", "pretrain_steps"))
+
+
+def scale_steps(cfg: RLConfig, factor: float) -> RLConfig:
+    """``cfg`` with every step count in :data:`STEP_COUNTS` times ``factor``, rounded; a nonzero count stays >= 1."""
+    if factor <= 0:
+        raise ConfigError(f"the step scale must be positive, got {factor}")
+    sections: dict[str, dict[str, int]] = {}
+    for section, key in STEP_COUNTS:
+        count = getattr(getattr(cfg, section), key)
+        sections.setdefault(section, {})[key] = max(1, round(count * factor)) if count else 0
+    return dataclasses.replace(
+        cfg, **{name: dataclasses.replace(getattr(cfg, name), **counts) for name, counts in sections.items()}
+    )
 
 
 def available_specs(ablations_dir: Path = ABLATIONS_DIR) -> list[str]:
@@ -152,7 +211,8 @@ def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> l
             accumulated.update(changes)
             settings, compare_to = dict(accumulated), (rows[-1].id if rows else None)
         else:
-            settings = {**common, **changes}
+            own_preset = entry.get("preset", body["preset"]) == body["preset"]
+            settings = {**common, **changes} if own_preset else changes
             compare_to = entry.get("compare_to", None if row_id == reference else reference)
         if "paper" not in entry:
             raise ConfigError(
@@ -179,14 +239,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the specs and their rows")
     parser.add_argument("--spec", help="spec name (see --list)")
     parser.add_argument("--row", help="print this row's resolved config")
+    parser.add_argument("--step-scale", type=float, default=1.0, help="campaign budget: times every step count")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="campaign budget override")
     args = parser.parse_args(argv)
+    budget = Budget(tuple(args.set), args.step_scale)
     try:
         if args.list or not args.spec:
             for name in available_specs():
                 spec = read_spec(name)
                 print(f"{name} ({spec.kind}): {spec.title} -- rows: {', '.join(r.id for r in spec.rows)}")
         elif args.row:
-            print(yaml.safe_dump(config_to_dict(read_spec(args.spec).config(args.row)), sort_keys=False), end="")
+            config = read_spec(args.spec).config(args.row, budget)
+            print(yaml.safe_dump(config_to_dict(config), sort_keys=False), end="")
         else:
             spec = read_spec(args.spec)
             for row in spec.rows:

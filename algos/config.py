@@ -342,6 +342,11 @@ class TrackingConfig:
     )
     experiment: str = Field("rl-harness", description="MLflow experiment name.")
     run_name: str | None = Field(None, description="MLflow run name; None uses the output directory's name.")
+    parent_run: str | None = Field(
+        None,
+        description="Name of a parent run (created on first use) this run is nested under, e.g. an ablation row "
+        "grouping its seeds; None: a top-level run.",
+    )
 
 
 @dataclass(frozen=True, config=_STRICT)

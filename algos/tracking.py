@@ -20,6 +20,9 @@ from algos.config import TrackingConfig
 
 DEFAULT_URI = "sqlite:///mlflow.db"
 SQLITE_PREFIX = "sqlite:///"
+PARENT_TAG = "mlflow.parentRunId"  # the tag the MLflow UI nests runs by
+GROUP_TAG = "harness.parent_run"
+_PER_RUN_TAGS = ("seed", "config_hash")
 _MLFLOW_BATCH = 100  # MLflow's per-request limit on params and a safe chunk for metrics
 
 
@@ -56,7 +59,11 @@ class NullTracker:
 
 
 class MLflowTracker:
-    """One MLflow run; passing ``run_id`` continues that run (a resumed training run)."""
+    """One MLflow run; passing ``run_id`` continues that run (a resumed training run).
+
+    With ``cfg.parent_run`` the run is nested (MLflow's ``mlflow.parentRunId`` tag) under the
+    experiment's parent run of that name, which the first of its children creates.
+    """
 
     def __init__(self, cfg: TrackingConfig, run_name: str, tags: Mapping[str, str], run_id: str | None = None):
         from mlflow.tracking import MlflowClient
@@ -69,10 +76,25 @@ class MLflowTracker:
                 experiment_id = (
                     experiment.experiment_id if experiment else self.client.create_experiment(cfg.experiment)
                 )
-                run_id = self.client.create_run(experiment_id, run_name=run_name, tags=dict(tags)).info.run_id
+                run_tags = dict(tags)
+                if cfg.parent_run:
+                    run_tags[PARENT_TAG] = self._parent_run_id(experiment_id, cfg.parent_run, tags)
+                run_id = self.client.create_run(experiment_id, run_name=run_name, tags=run_tags).info.run_id
             else:
                 self.client.update_run(run_id, status="RUNNING")
         self.run_id = run_id
+
+    def _parent_run_id(self, experiment_id: str, name: str, tags: Mapping[str, str]) -> str:
+        """The id of the experiment's parent run called ``name``, created (and closed) if there is none."""
+        found = self.client.search_runs(
+            [experiment_id], filter_string=f"tags.`{GROUP_TAG}` = '{name}'", order_by=["attributes.start_time ASC"]
+        )
+        if found:
+            return found[0].info.run_id
+        shared = {key: value for key, value in tags.items() if key not in _PER_RUN_TAGS}
+        parent = self.client.create_run(experiment_id, run_name=name, tags={**shared, GROUP_TAG: name})
+        self.client.set_terminated(parent.info.run_id, status="FINISHED")
+        return parent.info.run_id
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param

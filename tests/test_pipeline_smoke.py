@@ -1,8 +1,12 @@
 """End to end on a tiny budget: base model -> every row x seed of one spec -> its report; then reruns."""
 
+import json
 import os
+import re
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -28,11 +32,17 @@ TINY = {
 }
 
 
+def command(workdir, *args):
+    configfile = str(workdir / "tiny.yaml")
+    return ["snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "-c2", "-j2", *args, "--configfile", configfile]
+
+
+ENVIRONMENT = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
 def snakemake(workdir, *args):
-    command = ["snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "-c2", "-j2", *args, "--configfile"]
-    command += [str(workdir / "tiny.yaml"), "--", "ablations"]
-    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment, check=False)
+    full = [*command(workdir, *args), "--", "ablations"]
+    return subprocess.run(full, capture_output=True, text=True, timeout=600, env=ENVIRONMENT, check=False)
 
 
 @pytest.mark.slow
@@ -51,3 +61,43 @@ def test_ablations_pipeline_end_to_end_then_reruns_only_what_is_missing(tmp_path
     plan = snakemake(tmp_path, "-n")
     assert "Training dr_grpo_bias / grpo / seed 1" in plan.stdout
     assert plan.stdout.count("Training ") == 1 and "Reporting dr_grpo_bias" in plan.stdout
+
+
+def _finished_runs(workdir):
+    """Outputs of the training jobs that Snakemake's log of the (first) invocation reports finished."""
+    logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
+    if not logs:
+        return []
+    text = logs[0].read_text()
+    started = dict(re.findall(r"Job (\d+): Training dr_grpo_bias / (\w+ / seed \d+)", text))
+    rows = [started[job].split(" / seed ") for job in re.findall(r"Finished jobid: (\d+) \(Rule: train_row\)", text)]
+    return [workdir / f"results/runs/dr_grpo_bias/{row}/seed{seed}/final_metrics.json" for row, seed in rows]
+
+
+@pytest.mark.slow
+def test_a_killed_workflow_finishes_on_rerun_without_redoing_finished_runs(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    runs = tmp_path / "results" / "runs" / "dr_grpo_bias"
+    workflow = subprocess.Popen(
+        [*command(tmp_path), "--", "ablations"],
+        env=ENVIRONMENT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, so the kill reaches the training jobs too
+    )
+    deadline = time.monotonic() + 300
+    while not _finished_runs(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(workflow.pid, signal.SIGKILL)
+    workflow.wait()
+    finished = {path: path.stat().st_mtime_ns for path in _finished_runs(tmp_path)}
+    assert finished and len(finished) < 8, "the kill should land part-way through the campaign"
+
+    assert snakemake(tmp_path, "--unlock").returncode == 0  # a killed Snakemake leaves its lock behind
+    rerun = snakemake(tmp_path, "--rerun-incomplete")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert {path: path.stat().st_mtime_ns for path in finished} == finished
+    assert rerun.stdout.count("Training ") + rerun.stderr.count("Training ") == 8 - len(finished)
+    outputs = sorted(runs.glob("*/seed*/final_metrics.json"))
+    assert len(outputs) == 8 and all("eval/test/accuracy_t1" in json.loads(p.read_text()) for p in outputs)
+    assert "(n=2)" in (tmp_path / "results" / "reports" / "dr_grpo_bias.md").read_text()

@@ -32,3 +32,10 @@ def test_every_profile_plans_the_ablations(profile):
     result = snakemake("-n", "--profile", f"experiments/profiles/{profile}", "ablations")
     assert result.returncode == 0, result.stderr
     assert "train_row" in result.stdout and "ablation_report" in result.stdout
+
+
+def test_a_budget_override_that_erases_a_row_difference_fails_before_any_job(tmp_path):
+    (tmp_path / "budget.yaml").write_text("ablations:\n  overrides: [critic.pretrain_steps=5]\n")
+    result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "budget.yaml"))
+    assert result.returncode != 0 and "train_row" not in result.stdout
+    assert "spec 'vapo_table1': the campaign override 'critic.pretrain_steps=5'" in result.stdout + result.stderr

@@ -10,17 +10,19 @@ rule train_row:
         "../envs/harness.yml"
     params:
         config_hash=row_config_hash,
-        budget=" ".join(config["ablations"]["overrides"]),
+        budget=BUDGET_OPTIONS,
         run="results/runs/{spec}/{row}/seed{seed}",
     wildcard_constraints:
         seed=r"\d+",
+    threads: 1
     message:
         "Training {wildcards.spec} / {wildcards.row} / seed {wildcards.seed}"
     shell:
-        "mkdir -p {params.run} && python -m algos.ablations --spec {wildcards.spec} --row {wildcards.row} "
-        "> {params.run}/row_config.yaml 2> {log} && python -m algos.train --config {params.run}/row_config.yaml "
-        "--out {params.run} model.name_or_path={input.model} seed={wildcards.seed} {params.budget} "
-        "tracking.experiment={wildcards.spec} tracking.run_name={wildcards.row}/seed{wildcards.seed} >> {log} 2>&1"
+        "mkdir -p {params.run} && python -m algos.ablations --spec {wildcards.spec} --row {wildcards.row} {params.budget} "
+        "> {params.run}/row_config.yaml 2> {log} && OMP_NUM_THREADS={threads} python -m algos.train "
+        "--config {params.run}/row_config.yaml --out {params.run} model.name_or_path={input.model} seed={wildcards.seed} "
+        "tracking.experiment={wildcards.spec} tracking.parent_run={wildcards.row} tracking.run_name=seed{wildcards.seed} "
+        ">> {log} 2>&1"
 
 
 rule ablation_report:

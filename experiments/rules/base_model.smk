@@ -10,5 +10,6 @@ rule base_model:
         "Building the built-in base model (supervised warm-up from scratch)"
     params:
         recipe=config["base_model"]["args"],
+    threads: workflow.cores
     shell:
-        "python -m algos.sft --out {output.model} {params.recipe} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} python -m algos.sft --out {output.model} {params.recipe} > {log} 2>&1"

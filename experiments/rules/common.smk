@@ -1,6 +1,13 @@
 # Helpers shared by the rule files.
-from algos.ablations import read_spec
+import shlex
+
+from algos.ablations import Budget, read_spec
 from algos.presets import config_hash
+
+BUDGET = Budget(tuple(config["ablations"]["overrides"]), config["ablations"]["step_scale"])
+BUDGET_OPTIONS = " ".join([f"--step-scale {BUDGET.step_scale}", *(f"--set {shlex.quote(o)}" for o in BUDGET.overrides)])
+for _spec in config["ablations"]["specs"]:
+    read_spec(_spec).check_budget(BUDGET)  # a bad spec or budget fails here, before any job starts
 
 
 def model_directory(wildcards):
@@ -20,5 +27,5 @@ def spec_runs(spec):
 
 
 def row_config_hash(wildcards):
-    """Hash of one row's resolved config: a rerun trigger that fires only for the rows whose config changed."""
-    return config_hash(read_spec(wildcards.spec).config(wildcards.row))
+    """Hash of one row's config as the campaign runs it: a rerun trigger that fires only for rows whose config changed."""
+    return config_hash(read_spec(wildcards.spec).config(wildcards.row, BUDGET))

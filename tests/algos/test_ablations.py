@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from algos.ablations import available_specs, main, read_spec
+from algos.ablations import Budget, available_specs, main, read_spec, scale_steps
 from algos.presets import ConfigError, diff_from_base, load_config
 
 
@@ -34,6 +34,8 @@ def test_leave_one_out_rows_change_one_thing_from_the_reference():
     without = diff_from_base(spec.config("no_clip_higher"))
     assert {k for k in full.keys() | without.keys() if full.get(k) != without.get(k)} == {"policy_loss.clip_eps_high"}
     assert spec.config("vanilla_ppo") == load_config("ppo") and spec.config("dapo") == load_config("dapo")
+    assert spec.config("vapo").advantage.adaptive_lambda_alpha == 1.0  # the spec's settings: its own preset only
+    assert spec.config("no_length_adaptive_gae").advantage.adaptive_lambda_alpha is None
     gepo = read_spec("gepo_staleness")
     assert gepo.row("grpo_online").compare_to == "gepo_online" and gepo.row("grpo_stale").compare_to == "gepo_stale"
     assert gepo.config("gspo_stale").rollout.policy_staleness == 4
@@ -94,3 +96,25 @@ def test_unknown_spec_and_row_list_the_valid_ones(capsys):
     assert main(["--spec", "dapo_table1", "--row", "clip_higher"]) == 0
     assert yaml.safe_load(capsys.readouterr().out)["policy_loss"]["clip_eps_high"] == 0.28
     assert main(["--spec", "nope"]) == 2 and "valid specs" in capsys.readouterr().err
+
+
+def test_a_campaign_budget_scales_step_counts_and_keeps_row_differences():
+    spec = read_spec("vapo_table1")
+    short = Budget(("run.eval_problems=64",), step_scale=0.25)
+    vapo, without = spec.config("vapo", short), spec.config("no_value_pretraining", short)
+    assert (vapo.run.steps, vapo.run.eval_every, vapo.run.checkpoint_every) == (15, 5, 2)  # 60, 20, 10 x 1/4
+    assert vapo.critic.pretrain_steps == 12 and without.critic.pretrain_steps == 0  # 50 x 1/4 rounds to 12
+    assert vapo.run.eval_problems == 64 and spec.config("vapo", Budget()) == spec.config("vapo")
+    assert scale_steps(load_config("grpo", overrides=["run.steps=1"]), 0.1).run.steps == 1  # never to zero
+    with pytest.raises(ConfigError, match=r"'critic.pretrain_steps=5' would erase .*vanilla_ppo: 0.*vapo: 50"):
+        spec.config("vapo", Budget(("critic.pretrain_steps=5",)))
+    with pytest.raises(ConfigError, match="step scale must be positive"):
+        spec.config("vapo", Budget(step_scale=0))
+
+
+def test_the_command_line_prints_a_row_as_a_campaign_runs_it(capsys):
+    assert main(["--spec", "vapo_table1", "--row", "vapo", "--step-scale", "0.5", "--set", "run.eval_problems=32"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["run"]["steps"] == 30 and printed["critic"]["pretrain_steps"] == 25
+    assert main(["--spec", "vapo_table1", "--row", "vapo", "--set", "rollout.group_size=2"]) == 2
+    assert "no_group_sampling: 1" in capsys.readouterr().err

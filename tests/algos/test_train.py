@@ -213,11 +213,39 @@ def test_command_line_errors_name_the_problem(tmp_path, capsys):
     assert "python -m algos.sft" in capsys.readouterr().err
 
 
-def _open_run(uri: str, name: str) -> None:
+def _open_run(uri: str, name: str, parent: str | None = None) -> None:
     from algos.config import TrackingConfig
     from algos.tracking import MLflowTracker
 
-    MLflowTracker(TrackingConfig(uri=uri, experiment="campaign"), run_name=name, tags={}).finish("FINISHED")
+    tracking = TrackingConfig(uri=uri, experiment="campaign", parent_run=parent)
+    MLflowTracker(tracking, run_name=name, tags={"seed": name[-1], "preset": "grpo"}).finish("FINISHED")
+
+
+def test_parallel_runs_nest_under_one_parent_per_row(tmp_path):
+    import multiprocessing
+
+    from mlflow.tracking import MlflowClient
+
+    from algos.tracking import GROUP_TAG, PARENT_TAG
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    context = multiprocessing.get_context("spawn")
+    jobs = [(uri, f"seed{seed}", row) for row in ("clip_higher", "naive_grpo") for seed in range(3)]
+    workers = [context.Process(target=_open_run, args=job) for job in jobs]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [worker.exitcode for worker in workers] == [0] * len(jobs)
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("campaign").experiment_id])
+    parents = {run.info.run_name: run for run in runs if GROUP_TAG in run.data.tags}
+    assert sorted(parents) == ["clip_higher", "naive_grpo"]
+    assert all(run.info.status == "FINISHED" and "seed" not in run.data.tags for run in parents.values())
+    for row, parent in parents.items():
+        children = [run for run in runs if run.data.tags.get(PARENT_TAG) == parent.info.run_id]
+        assert sorted(run.info.run_name for run in children) == ["seed0", "seed1", "seed2"], row
+        assert parent.data.tags["preset"] == "grpo"
 
 
 def test_parallel_runs_opening_a_new_store_all_get_their_run(tmp_path):
