@@ -15,6 +15,7 @@ include: "experiments/rules/configs.smk"
 include: "experiments/rules/base_model.smk"
 include: "experiments/rules/evaluate.smk"
 include: "experiments/rules/ablations.smk"
+include: "experiments/rules/sweeps.smk"
 
 
 rule all:
@@ -34,6 +35,12 @@ rule compare:
     """Every preset trained on the built-in task with every seed, side by side in one report."""
     input:
         "results/reports/presets.html",
+
+
+rule sweep:
+    """Every configured sweep: its trials as parallel jobs over one persistent study, then its report."""
+    input:
+        expand("results/sweeps/{sweep}/report.html", sweep=config["sweeps"]["specs"]),
 
 
 rule report:

@@ -23,8 +23,8 @@ Every row's config is built when the spec is read, so a typo or an invalid value
 naming the file and the row. Adding a row or a table needs no code.
 
 Command line: ``python -m algos.ablations --list``; ``python -m algos.ablations --spec dapo_table1
---row clip_higher [--step-scale 0.5] [--set run.eval_problems=128]`` prints the row's resolved
-config, as a campaign with that budget runs it.
+--row clip_higher [--step-scale 0.5] [--set run.eval_problems=128] [--tuned grpo:optim.lr=3e-5]``
+prints the row's resolved config, as a campaign with that budget runs it.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -96,7 +97,8 @@ class AblationSpec:
         if budget is None:
             return load_config(row.preset, settings=row.settings)
         self.check_budget(budget)
-        return scale_steps(load_config(row.preset, settings=row.settings, overrides=budget.overrides), budget.step_scale)
+        settings = {**budget.tuned_settings(row.preset), **row.settings}
+        return scale_steps(load_config(row.preset, settings=settings, overrides=budget.overrides), budget.step_scale)
 
     def check_budget(self, budget: Budget) -> None:
         """Refuse a campaign override of a key on which this spec's rows differ: it would erase their difference."""
@@ -113,15 +115,23 @@ class AblationSpec:
 
 @dataclass(frozen=True)
 class Budget:
-    """How long a campaign runs each row: ``key=value`` overrides, then every step count times ``step_scale``.
+    """How a campaign runs each row: tuned values, ``key=value`` overrides, every step count times ``step_scale``.
 
-    Overrides may only set keys on which a spec's rows agree (e.g. ``run.eval_problems``); step counts
-    that rows set differently (critic pretraining: 50 in VAPO, 0 without it) are scaled instead, so a
-    shorter campaign keeps each row's proportions.
+    ``tuned`` maps a preset to ``key=value`` settings (a sweep's best parameters) that every row built
+    on that preset starts from; the row's own changes still win. Overrides may only set keys on
+    which a spec's rows agree (e.g. ``run.eval_problems``); step counts that rows set differently
+    (critic pretraining: 50 in VAPO, 0 without it) are scaled instead, so a shorter campaign keeps
+    each row's proportions.
     """
 
     overrides: tuple[str, ...] = ()
     step_scale: float = 1.0
+    tuned: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    def tuned_settings(self, preset: str) -> dict[str, Any]:
+        """The checked settings tuned for ``preset`` (empty if none)."""
+        pairs = dict(parse_override(text) for text in self.tuned.get(preset, ()))
+        return checked_settings(pairs, f"tuned values of preset '{preset}'")
 
 
 STEP_COUNTS = (("run", "steps"), ("run", "eval_every"), ("run", "checkpoint_every"), ("critic", "pretrain_steps"))
@@ -241,8 +251,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--row", help="print this row's resolved config")
     parser.add_argument("--step-scale", type=float, default=1.0, help="campaign budget: times every step count")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="campaign budget override")
+    parser.add_argument(
+        "--tuned", action="append", default=[], metavar="PRESET:KEY=VALUE", help="a tuned value of one preset's rows"
+    )
     args = parser.parse_args(argv)
-    budget = Budget(tuple(args.set), args.step_scale)
+    tuned: dict[str, tuple[str, ...]] = {}
+    for text in args.tuned:
+        preset, _, setting = text.partition(":")
+        tuned[preset] = (*tuned.get(preset, ()), setting)
+    budget = Budget(tuple(args.set), args.step_scale, tuned)
     try:
         if args.list or not args.spec:
             for name in available_specs():

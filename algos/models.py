@@ -55,16 +55,20 @@ def load_policy(cfg: ModelConfig) -> PreTrainedModel:
     return AutoModelForCausalLM.from_pretrained(_checked_source(cfg), dtype=DTYPES[cfg.dtype])
 
 
-def load_critic(cfg: ModelConfig) -> PreTrainedModel:
+def load_critic(cfg: ModelConfig, head_seed: int = 0) -> PreTrainedModel:
     """A value model: the policy's backbone with a fresh scalar head per token, no dropout.
 
     ``model(...).logits[..., 0]`` is V(s_t) at every position (PPO and VAPO initialise the critic
-    from a pretrained model and learn the head).
+    from a pretrained model and learn the head). The fresh head is drawn with the CPU generator
+    seeded by ``head_seed`` (the global RNG state is restored afterwards), so the same run seed
+    always starts from the same critic.
     """
     source = _checked_source(cfg)
     config = AutoConfig.from_pretrained(source, num_labels=1)
     config.classifier_dropout = 0.0  # read by every *ForTokenClassification head; absent from some configs
-    return AutoModelForTokenClassification.from_pretrained(source, config=config, dtype=DTYPES[cfg.dtype])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(head_seed)
+        return AutoModelForTokenClassification.from_pretrained(source, config=config, dtype=DTYPES[cfg.dtype])
 
 
 def uses_chat_template(cfg: ModelConfig, tokenizer: PreTrainedTokenizerBase) -> bool:

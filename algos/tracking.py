@@ -68,7 +68,7 @@ class MLflowTracker:
     def __init__(self, cfg: TrackingConfig, run_name: str, tags: Mapping[str, str], run_id: str | None = None):
         from mlflow.tracking import MlflowClient
 
-        uri = cfg.uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+        uri = tracking_uri(cfg)
         with _store_lock(uri):
             self.client = MlflowClient(tracking_uri=uri)
             if run_id is None:
@@ -135,6 +135,22 @@ def _store_lock(uri: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def tracking_uri(cfg: TrackingConfig) -> str:
+    """``tracking.uri``, else ``$MLFLOW_TRACKING_URI``, else the local SQLite store."""
+    return cfg.uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+
+
+def tag_run(cfg: TrackingConfig, run_id: str | None, tags: Mapping[str, str]) -> None:
+    """Add ``tags`` to an existing run of the configured tracker (nothing offline or without a run id)."""
+    if cfg.backend == "none" or run_id is None:
+        return
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri(cfg))
+    for key, value in tags.items():
+        client.set_tag(run_id, key, value)
 
 
 def make_tracker(cfg: TrackingConfig, run_name: str, tags: Mapping[str, str], run_id: str | None = None) -> Tracker:

@@ -29,7 +29,7 @@ import resource
 import sys
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +56,10 @@ from eval.records import Problem
 from eval.tasks import TaskData, builtin_task, problem_list_task
 
 log = logging.getLogger(__name__)
+
+
+class StopTraining(Exception):
+    """Raised by an ``on_evaluation`` callback to end a run early (a pruned sweep trial)."""
 
 
 @dataclass(frozen=True)
@@ -166,12 +170,15 @@ def train(
     verifier: Verifier | None = None,
     tracker: Tracker | None = None,
     preset: str | None = None,
+    on_evaluation: Callable[[int, Mapping[str, float]], None] | None = None,
 ) -> TrainResult:
     """Train ``config`` into ``out`` (resuming from its checkpoint if there is one).
 
     problems, eval_problems, verifier: your own training problems, held-out sets (split name ->
     problems) and verifier(response, answer) -> bool; default: the built-in task. tracker:
-    overrides ``config.tracking`` (e.g. a NullTracker in tests).
+    overrides ``config.tracking`` (e.g. a NullTracker in tests). on_evaluation(step, metrics) is
+    called after every held-out evaluation of a training step; raising :class:`StopTraining` there
+    ends the run early (the tracker run is marked KILLED and the exception propagates).
     """
     cfg, out = config, Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -190,7 +197,7 @@ def train(
     learner = Learner(policy, optimizer)
     if cfg.critic.enabled:
         critic_source = dataclasses.replace(cfg.model, name_or_path=str(resumed.critic)) if resumed else cfg.model
-        critic = load_critic(critic_source)
+        critic = load_critic(critic_source, derive_seed(cfg.seed, "critic-head"))
         critic_optimizer = torch.optim.AdamW(critic.parameters(), lr=cfg.critic.lr, weight_decay=cfg.optim.weight_decay)
         learner.critic, learner.critic_optimizer = accelerator.prepare(critic, critic_optimizer)
     reference = None
@@ -267,6 +274,12 @@ def train(
             log_step(step, metrics)
             if step == cfg.run.steps or (cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0):
                 latest = checkpoint(step, train_seconds)
+            if on_evaluation is not None and any(key.startswith("eval/") for key in metrics):
+                try:
+                    on_evaluation(step, metrics)
+                except StopTraining:
+                    tracker.finish("KILLED")
+                    raise
             progress.update(1)
             progress.set_postfix(
                 acc=f"{metrics['rollout/accuracy']:.2f}", len=f"{metrics['rollout/response_length_mean']:.0f}"

@@ -13,7 +13,6 @@ Command line: ``python -m reports.ablation --spec dapo_table1 --runs results/run
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import sys
 from dataclasses import dataclass
@@ -23,7 +22,8 @@ from typing import Any
 from algos.ablations import AblationSpec, Row, read_spec
 from algos.presets import ConfigError
 from algos.run_files import FINAL_FILE, RUN_FILE
-from reports.figures import figure_grid, png_data_uri
+from reports.figures import figure_grid
+from reports.pages import Page, write_page
 from reports.stats import (
     Comparison,
     Direction,
@@ -158,66 +158,23 @@ def introduction(spec: AblationSpec) -> str:
     )
 
 
-def render_markdown(
-    spec: AblationSpec, cells: list[list[str]], figures: list[tuple[str, str]], origin: dict[str, Any]
-) -> str:
-    """The report as Markdown; ``figures`` are (title, relative image path)."""
-    lines = [f"# {spec.title}", "", introduction(spec), ""]
-    lines += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in cells]
-    lines += [
-        "",
-        "95% CIs are percentile bootstraps over seeds; P(improvement) is P(row > compared row) over seed pairs.",
-        "",
-    ]
-    for title, path in figures:
-        lines += [f"## {title}", "", f"![{title}]({path})", ""]
-    lines += ["## Provenance", "", "```json", json.dumps(origin, indent=2), "```", ""]
-    return "\n".join(lines)
-
-
-def render_html(
-    spec: AblationSpec, cells: list[list[str]], figures: list[tuple[str, bytes]], origin: dict[str, Any]
-) -> str:
-    """The report as one self-contained HTML page (figures embedded)."""
-    esc = html.escape
-    head = "".join(f"<th>{esc(title)}</th>" for title in HEADER)
-    body = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>" for row in cells)
-    images = "".join(
-        f"<h2>{esc(title)}</h2><img alt='{esc(title)}' src='{png_data_uri(png)}'>" for title, png in figures
-    )
-    style = "body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px}pre{background:#f6f6f6;padding:1em;overflow:auto}"
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(spec.title)}</title><style>{style}</style></head><body>"
-        f"<h1>{esc(spec.title)}</h1><p>{esc(introduction(spec))}</p><table><tr>{head}</tr>{body}</table>"
-        "<p>95% CIs are percentile bootstraps over seeds; P(improvement) is P(row &gt; compared row) over seed pairs.</p>"
-        f"{images}<h2>Provenance</h2><pre>{esc(json.dumps(origin, indent=2))}</pre></body></html>\n"
-    )
+NOTE = "95% CIs are percentile bootstraps over seeds; P(improvement) is P(row > compared row) over seed pairs."
 
 
 def write_report(spec_name: str, runs_dir: Path, out_dir: Path, seeds: int) -> tuple[Path, Path]:
     """Write ``{spec}.md`` (with its figures in ``{spec}_figures/``) and ``{spec}.html`` into ``out_dir``."""
     spec = read_spec(spec_name)
     results = collect(spec, runs_dir, seeds)
-    cells = table_cells(spec, results)
-    origin = provenance(spec, results)
-    figures = figure_grid({result.row.label: list(result.runs) for result in results if result.runs})
-    figure_dir = out_dir / f"{spec.name}_figures"
-    figure_dir.mkdir(parents=True, exist_ok=True)
-    linked = []
-    for index, (title, png) in enumerate(figures):
-        path = figure_dir / f"{index:02d}.png"
-        path.write_bytes(png)
-        linked.append((title, f"{figure_dir.name}/{path.name}"))
-    markdown, page = out_dir / f"{spec.name}.md", out_dir / f"{spec.name}.html"
-    for path, text in (
-        (markdown, render_markdown(spec, cells, linked, origin)),
-        (page, render_html(spec, cells, figures, origin)),
-    ):
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(text)
-        partial.replace(path)
-    return markdown, page
+    page = Page(
+        title=spec.title,
+        introduction=introduction(spec),
+        header=HEADER,
+        cells=table_cells(spec, results),
+        note=NOTE,
+        figures=figure_grid({result.row.label: list(result.runs) for result in results if result.runs}),
+        origin=provenance(spec, results),
+    )
+    return write_page(page, out_dir, spec.name)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ TINY = {
     "ablations": {
         "specs": ["dr_grpo_bias"],
         "seeds": 2,
+        "step_scale": 1.0,
         "overrides": [
             "run.steps=2",
             "run.eval_every=0",

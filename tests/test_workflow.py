@@ -39,3 +39,16 @@ def test_a_budget_override_that_erases_a_row_difference_fails_before_any_job(tmp
     result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "budget.yaml"))
     assert result.returncode != 0 and "train_row" not in result.stdout
     assert "spec 'vapo_table1': the campaign override 'critic.pretrain_steps=5'" in result.stdout + result.stderr
+
+
+def test_a_hub_model_replaces_the_built_in_base_by_config_alone(tmp_path):
+    (tmp_path / "hub.yaml").write_text("model: Qwen/Qwen2.5-Math-1.5B\nablations:\n  step_scale: 1.0\n")
+    result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "hub.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert "model.name_or_path=Qwen/Qwen2.5-Math-1.5B" in result.stdout and "base_model" not in result.stdout
+
+
+def test_the_sweep_target_plans_one_job_per_trial_and_a_report():
+    result = snakemake("sweep", "-n", "--forceall")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("Sweep dapo_default: one trial") == 12 and "Reporting sweep dapo_default" in result.stdout

@@ -1,7 +1,7 @@
 rule train_row:
-    """Train one seed of one ablation row from the built-in base; a changed row config reruns only that row."""
+    """Train one seed of one ablation row from the built-in base (or the configured model); a changed row config reruns only that row."""
     input:
-        model="results/base_model",
+        base=BASE_INPUT,
     output:
         final="results/runs/{spec}/{row}/seed{seed}/final_metrics.json",
     log:
@@ -11,6 +11,7 @@ rule train_row:
     params:
         config_hash=row_config_hash,
         budget=BUDGET_OPTIONS,
+        model=start_model,
         run="results/runs/{spec}/{row}/seed{seed}",
     wildcard_constraints:
         seed=r"\d+",
@@ -20,7 +21,7 @@ rule train_row:
     shell:
         "mkdir -p {params.run} && python -m algos.ablations --spec {wildcards.spec} --row {wildcards.row} {params.budget} "
         "> {params.run}/row_config.yaml 2> {log} && OMP_NUM_THREADS={threads} python -m algos.train "
-        "--config {params.run}/row_config.yaml --out {params.run} model.name_or_path={input.model} seed={wildcards.seed} "
+        "--config {params.run}/row_config.yaml --out {params.run} model.name_or_path={params.model} seed={wildcards.seed} "
         "tracking.experiment={wildcards.spec} tracking.parent_run={wildcards.row} tracking.run_name=seed{wildcards.seed} "
         ">> {log} 2>&1"
 

@@ -3,11 +3,26 @@ import shlex
 
 from algos.ablations import Budget, read_spec
 from algos.presets import config_hash
+from algos.sweeps import read_sweep
 
-BUDGET = Budget(tuple(config["ablations"]["overrides"]), config["ablations"]["step_scale"])
-BUDGET_OPTIONS = " ".join([f"--step-scale {BUDGET.step_scale}", *(f"--set {shlex.quote(o)}" for o in BUDGET.overrides)])
+BASE_INPUT = [] if config["model"] else "results/base_model"  # a hub model needs no base built
+BUDGET = Budget(
+    tuple(config["ablations"]["overrides"]),
+    config["ablations"]["step_scale"],
+    {preset: tuple(values) for preset, values in config["ablations"]["tuned"].items()},
+)
+BUDGET_OPTIONS = " ".join(
+    [
+        f"--step-scale {BUDGET.step_scale}",
+        *(f"--set {shlex.quote(text)}" for text in BUDGET.overrides),
+        *(f"--tuned {shlex.quote(f'{preset}:{text}')}" for preset, values in BUDGET.tuned.items() for text in values),
+    ]
+)
 for _spec in config["ablations"]["specs"]:
     read_spec(_spec).check_budget(BUDGET)  # a bad spec or budget fails here, before any job starts
+SWEEP_STORAGE_OPTION = f"--storage {shlex.quote(config['sweeps']['storage'])}" if config["sweeps"]["storage"] else ""
+for _sweep in config["sweeps"]["specs"]:
+    read_sweep(_sweep)  # likewise a bad search space
 
 
 def model_directory(wildcards):
@@ -29,3 +44,13 @@ def spec_runs(spec):
 def row_config_hash(wildcards):
     """Hash of one row's config as the campaign runs it: a rerun trigger that fires only for rows whose config changed."""
     return config_hash(read_spec(wildcards.spec).config(wildcards.row, BUDGET))
+
+
+def sweep_slots(sweep):
+    """Records of every trial slot of one sweep."""
+    return [f"results/sweeps/{sweep}/slots/slot{slot}.json" for slot in range(read_sweep(sweep).trials)]
+
+
+def start_model(wildcards, input):
+    """What a training run starts from: the configured hub model, or the built-in base (the rule's input)."""
+    return config["model"] or input.base

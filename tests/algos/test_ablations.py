@@ -118,3 +118,13 @@ def test_the_command_line_prints_a_row_as_a_campaign_runs_it(capsys):
     assert printed["run"]["steps"] == 30 and printed["critic"]["pretrain_steps"] == 25
     assert main(["--spec", "vapo_table1", "--row", "vapo", "--set", "rollout.group_size=2"]) == 2
     assert "no_group_sampling: 1" in capsys.readouterr().err
+
+
+def test_tuned_values_reach_only_the_rows_built_on_their_preset_under_the_rows_changes():
+    spec = read_spec("vapo_table1")
+    tuned = Budget(tuned={"vapo": ("optim.lr=3e-5", "policy_loss.clip_eps_high=0.3")})
+    assert spec.config("vapo", tuned).optim.lr == 3e-5 and spec.config("vapo", tuned).policy_loss.clip_eps_high == 0.3
+    assert spec.config("no_clip_higher", tuned).policy_loss.clip_eps_high == 0.2  # the row's change wins
+    assert spec.config("dapo", tuned) == spec.config("dapo")  # another preset's row is untouched
+    with pytest.raises(ConfigError, match="unknown config key 'optim.lx' in tuned values of preset 'vapo'"):
+        spec.config("vapo", Budget(tuned={"vapo": ("optim.lx=1",)}))

@@ -264,3 +264,17 @@ def test_parallel_runs_opening_a_new_store_all_get_their_run(tmp_path):
     client = MlflowClient(tracking_uri=uri)
     runs = client.search_runs([client.get_experiment_by_name("campaign").experiment_id])
     assert sorted(run.info.run_name for run in runs) == ["run0", "run1", "run2", "run3"]
+
+
+def test_a_fresh_critic_head_depends_on_its_seed_only(tiny_base):
+    from algos.config import ModelConfig
+    from algos.models import load_critic
+
+    source = ModelConfig(name_or_path=str(tiny_base))
+    heads = []
+    for global_seed, head_seed in ((1, 7), (2, 7), (1, 8)):
+        torch.manual_seed(global_seed)
+        expected_next = torch.rand(1, generator=torch.Generator().manual_seed(global_seed))
+        heads.append(load_critic(source, head_seed).score.weight.detach().clone())
+        assert torch.equal(torch.rand(1), expected_next)  # the global stream is left as it was
+    assert torch.equal(heads[0], heads[1]) and not torch.equal(heads[0], heads[2])

@@ -1,0 +1,79 @@
+"""One report page written twice: Markdown (figures as PNG files beside it) and self-contained HTML.
+
+A page is a title, an introduction, one table, a note under it, figures and a provenance record;
+the ablation and sweep reports both render through here.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reports.figures import png_data_uri
+
+STYLE = (
+    "body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:4px 8px}pre{background:#f6f6f6;padding:1em;overflow:auto}"
+)
+
+
+@dataclass(frozen=True)
+class Page:
+    """Everything one report shows; ``figures`` are (title, PNG bytes)."""
+
+    title: str
+    introduction: str
+    header: Sequence[str]
+    cells: Sequence[Sequence[str]]
+    note: str
+    figures: Sequence[tuple[str, bytes]]
+    origin: dict[str, Any]
+
+
+def render_markdown(page: Page, figure_paths: Sequence[str]) -> str:
+    """The page as Markdown; ``figure_paths`` are the figures' image paths relative to the page."""
+    lines = [f"# {page.title}", "", page.introduction, ""]
+    lines += ["| " + " | ".join(page.header) + " |", "|" + "---|" * len(page.header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in page.cells]
+    lines += ["", page.note, ""]
+    for (title, _), path in zip(page.figures, figure_paths, strict=True):
+        lines += [f"## {title}", "", f"![{title}]({path})", ""]
+    lines += ["## Provenance", "", "```json", json.dumps(page.origin, indent=2), "```", ""]
+    return "\n".join(lines)
+
+
+def render_html(page: Page) -> str:
+    """The page as one self-contained HTML document (figures embedded as data URIs)."""
+    esc = html.escape
+    head = "".join(f"<th>{esc(title)}</th>" for title in page.header)
+    body = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>" for row in page.cells)
+    images = "".join(
+        f"<h2>{esc(title)}</h2><img alt='{esc(title)}' src='{png_data_uri(png)}'>" for title, png in page.figures
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(page.title)}</title><style>{STYLE}</style>"
+        f"</head><body><h1>{esc(page.title)}</h1><p>{esc(page.introduction)}</p><table><tr>{head}</tr>{body}</table>"
+        f"<p>{esc(page.note)}</p>{images}<h2>Provenance</h2><pre>{esc(json.dumps(page.origin, indent=2))}</pre>"
+        "</body></html>\n"
+    )
+
+
+def write_page(page: Page, out_dir: Path, name: str) -> tuple[Path, Path]:
+    """Write ``name.md`` (figures in ``name_figures/``) and ``name.html`` into ``out_dir``, each atomically."""
+    figure_dir = out_dir / f"{name}_figures"
+    figure_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for index, (_, png) in enumerate(page.figures):
+        path = figure_dir / f"{index:02d}.png"
+        path.write_bytes(png)
+        paths.append(f"{figure_dir.name}/{path.name}")
+    markdown, document = out_dir / f"{name}.md", out_dir / f"{name}.html"
+    for path, text in ((markdown, render_markdown(page, paths)), (document, render_html(page))):
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(text)
+        partial.replace(path)
+    return markdown, document
