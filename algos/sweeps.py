@@ -250,7 +250,7 @@ def run_slot(
     study = spec.study(storage, out, slot)
     slots = out / "slots"
     slots.mkdir(parents=True, exist_ok=True)
-    marker = slots / f"slot{slot}.asked.json"
+    marker = slots / f"asked{slot}.json"
     if marker.exists():  # an earlier attempt of this slot was interrupted
         number = json.loads(marker.read_text())["trial"]
         unfinished = [t for t in study.get_trials(deepcopy=False) if t.number == number]

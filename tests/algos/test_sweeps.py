@@ -116,7 +116,7 @@ def test_trials_report_their_objective_and_a_resumed_study_continues(tiny_base, 
     assert sorted(study.trials[0].intermediate_values) == [1, 2]  # the first seed's evaluations
 
     interrupted = study.ask()  # slot 1 asked for a trial and was killed before telling the study
-    (out / "slots" / "slot1.asked.json").write_text(json.dumps({"trial": interrupted.number}))
+    (out / "slots" / "asked1.json").write_text(json.dumps({"trial": interrupted.number}))
     resumed = run_slot(spec, 1, out, extra=extra)
     states = {t.number: t.state for t in spec.study(None, out).trials}
     assert states == {0: optuna.trial.TrialState.COMPLETE, 1: optuna.trial.TrialState.FAIL, 2: optuna.trial.TrialState.COMPLETE}
