@@ -33,9 +33,9 @@ import argparse
 import dataclasses
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
 import yaml

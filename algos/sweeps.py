@@ -155,7 +155,9 @@ def read_sweep(name: str, sweeps_dir: Path = SWEEPS_DIR) -> SweepSpec:
     path = named_yaml(sweeps_dir, name, "sweep")
     body = read_yaml(path)
     if not isinstance(body, dict) or (missing := [key for key in REQUIRED if key not in body]):
-        raise ConfigError(f"{path}: a sweep needs {', '.join(REQUIRED)}" + (f"; missing: {', '.join(missing)}" if body else ""))
+        raise ConfigError(
+            f"{path}: a sweep needs {', '.join(REQUIRED)}" + (f"; missing: {', '.join(missing)}" if body else "")
+        )
     unknown = set(body) - {*REQUIRED, "objective", "seeds", "sampler", "pruner", "budget"}
     if unknown:
         raise ConfigError(f"{path}: unknown fields {sorted(unknown)}")
@@ -238,7 +240,9 @@ def _check_values(path: Path, spec: SweepSpec) -> None:
             try:
                 spec.config({dimension.key: value})
             except (ConfigError, ValidationError, ValueError) as exc:
-                raise ConfigError(f"{path}: space key '{dimension.key}' allows {value!r}, which is invalid: {exc}") from None
+                raise ConfigError(
+                    f"{path}: space key '{dimension.key}' allows {value!r}, which is invalid: {exc}"
+                ) from None
 
 
 def run_slot(

@@ -81,11 +81,11 @@ def figures(study: optuna.Study) -> list[tuple[str, bytes]]:
             if not complete:
                 break
             axes = plot(study)
-            figure = (axes.flat[0] if hasattr(axes, "flat") else axes).figure
-            figure.set_size_inches(max(figure.get_size_inches()[0], 8), 4.5)
-            figure.tight_layout()
+            panels = list(axes.flat) if hasattr(axes, "flat") else [axes]
+            figure = panels[0].figure
+            figure.set_size_inches(max(8.0, 3.5 * len(panels) + 2), 4.5)  # room for every panel and the colour bar
             buffer = io.BytesIO()
-            figure.savefig(buffer, format="png", dpi=100)
+            figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
             pyplot.close(figure)
             rendered.append((title, buffer.getvalue()))
     return rendered
@@ -96,14 +96,22 @@ def best_params_text(spec: SweepSpec, best: dict[str, Any]) -> str:
     header = (
         f"# Best trial {best['trial']} of sweep '{spec.name}': {spec.metric} = {best['value']:.4f} "
         f"(mean of {len(best['seed_values'])} seeds).\n"
-        f"# Use: snakemake ablations --configfile <this file> (rows built on '{spec.preset}' start from these values).\n"
+        f"# Use: snakemake ablations --configfile <this file>; rows built on '{spec.preset}' start from these.\n"
     )
-    return header + yaml.safe_dump({"ablations": {"tuned": {spec.preset: as_overrides(best["params"])}}}, sort_keys=False)
+    return header + yaml.safe_dump(
+        {"ablations": {"tuned": {spec.preset: as_overrides(best["params"])}}}, sort_keys=False
+    )
 
 
 def write_sweep_report(spec: SweepSpec, out: Path, storage: str | None = None) -> list[Path]:
     """Write the report pages and ``best_params.yaml`` (when a trial completed) into ``out``."""
-    study = optuna.load_study(study_name=spec.name, storage=open_storage(storage, out))
+    try:
+        study = optuna.load_study(study_name=spec.name, storage=open_storage(storage, out))
+    except KeyError:
+        where = storage or str(out / "study.journal")
+        raise ConfigError(
+            f"there is no study '{spec.name}' in {where}; run its trials first (snakemake sweep)"
+        ) from None
     records = read_records(out)
     best = best_records(spec, records)
     states = Counter(t.state.name for t in study.get_trials(deepcopy=False))
@@ -125,7 +133,9 @@ def write_sweep_report(spec: SweepSpec, out: Path, storage: str | None = None) -
             "sampler": dict(spec.sampler),
             "pruner": dict(spec.pruner),
             "storage": storage or str(out / "study.journal"),
-            "trials": [{key: record[key] for key in ("trial", "state", "params", "value", "runs")} for record in records],
+            "trials": [
+                {key: record[key] for key in ("trial", "state", "params", "value", "runs")} for record in records
+            ],
         },
     )
     written = list(write_page(page, out, "report"))
@@ -145,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for path in write_sweep_report(read_sweep(args.sweep), args.out, args.storage):
             print(path)
-    except (ConfigError, ValueError, KeyError) as error:
+    except (ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -35,7 +35,18 @@ TINY = {
 
 def command(workdir, *args):
     configfile = str(workdir / "tiny.yaml")
-    return ["snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "-c2", "-j2", *args, "--configfile", configfile]
+    return [
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(workdir),
+        "-c2",
+        "-j2",
+        *args,
+        "--configfile",
+        configfile,
+    ]
 
 
 ENVIRONMENT = {**os.environ, "PYTHONPATH": str(ROOT)}

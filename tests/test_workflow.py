@@ -20,6 +20,11 @@ def test_dry_run_plans_every_preset():
     assert "resolve_config" in result.stdout
 
 
+def test_unlock_needs_no_cores():  # the first thing to run after a killed invocation
+    result = snakemake("--unlock")
+    assert result.returncode == 0, result.stderr
+
+
 def test_lint_is_clean():
     result = snakemake("--lint")
     assert result.returncode == 0 and "good condition" in result.stdout + result.stderr
@@ -51,4 +56,6 @@ def test_a_hub_model_replaces_the_built_in_base_by_config_alone(tmp_path):
 def test_the_sweep_target_plans_one_job_per_trial_and_a_report():
     result = snakemake("sweep", "-n", "--forceall")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("Sweep dapo_default: one trial") == 12 and "Reporting sweep dapo_default" in result.stdout
+    assert (
+        result.stdout.count("Sweep dapo_default: one trial") == 12 and "Reporting sweep dapo_default" in result.stdout
+    )

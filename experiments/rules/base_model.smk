@@ -10,6 +10,6 @@ rule base_model:
         "Building the built-in base model (supervised warm-up from scratch)"
     params:
         recipe=config["base_model"]["args"],
-    threads: workflow.cores
+    threads: 4  # capped at --cores; a model this small gains little from more
     shell:
         "OMP_NUM_THREADS={threads} python -m algos.sft --out {output.model} {params.recipe} > {log} 2>&1"

@@ -62,7 +62,10 @@ def test_the_default_sweep_reads_with_its_space_and_a_held_out_objective():
         ({"rollout.group_size": {"distribution": "categorical", "choices": []}}, "non-empty list of 'choices'"),
         ({"optim.lr": {"distribution": "normal", "low": 0, "high": 1}}, "must be one of: log_uniform"),
         ({"optim.lr": {"distribution": "log_uniform", "low": 0, "high": 1}}, "needs low > 0"),
-        ({"policy_loss.clip_eps_low": {"distribution": "uniform", "low": -1, "high": 0.2}}, "allows -1, which is invalid"),
+        (
+            {"policy_loss.clip_eps_low": {"distribution": "uniform", "low": -1, "high": 0.2}},
+            "allows -1, which is invalid",
+        ),
         ({}, "'space' must map config keys"),
     ],
 )
@@ -75,7 +78,10 @@ def test_an_invalid_search_space_fails_naming_the_file_and_key(tmp_path, space, 
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"objective": {"metric": "eval/test/accuracy_t1"}}, "not eval/<split>/accuracy_greedy or accuracy_t1 of an evaluated"),
+        (
+            {"objective": {"metric": "eval/test/accuracy_t1"}},
+            "not eval/<split>/accuracy_greedy or accuracy_t1 of an evaluated",
+        ),
         ({"objective": {"direction": "up"}}, "direction 'up' is not one of"),
         ({"sampler": {"name": "grid"}}, "sampler 'grid' is not one of: tpe, random"),
         ({"trials": 0}, "'trials' must be a positive integer"),
@@ -119,7 +125,11 @@ def test_trials_report_their_objective_and_a_resumed_study_continues(tiny_base, 
     (out / "slots" / "asked1.json").write_text(json.dumps({"trial": interrupted.number}))
     resumed = run_slot(spec, 1, out, extra=extra)
     states = {t.number: t.state for t in spec.study(None, out).trials}
-    assert states == {0: optuna.trial.TrialState.COMPLETE, 1: optuna.trial.TrialState.FAIL, 2: optuna.trial.TrialState.COMPLETE}
+    assert states == {
+        0: optuna.trial.TrialState.COMPLETE,
+        1: optuna.trial.TrialState.FAIL,
+        2: optuna.trial.TrialState.COMPLETE,
+    }
     assert resumed["trial"] == 2
 
 
