@@ -171,3 +171,27 @@ def test_best_params_feed_the_rows_built_on_the_sweeps_preset(tiny_base, tmp_pat
     report = (out / "report.md").read_text()
     assert "2 complete, 0 pruned" in report and f"| {best['trial']} |" in report and "Optimisation history" in report
     assert {path.name for path in paths} == {"report.md", "report.html", "best_params.yaml"}
+
+
+def test_a_database_study_and_mlflow_runs_nested_under_the_study(tiny_base, tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from algos.tracking import PARENT_TAG
+
+    monkeypatch.chdir(tmp_path)  # artifacts of a sqlite store land in ./mlruns
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    budget = [*TINY_BUDGET[:-1], "tracking.backend=mlflow", f"tracking.uri={uri}"]
+    spec = read_sweep("tiny", write_sweep(tmp_path, budget=budget, seeds=1))
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    record = run_slot(spec, 0, tmp_path / "study", storage, extra=(f"model.name_or_path={tiny_base}",))
+    assert optuna.load_study(study_name="tiny", storage=storage).trials[0].value == pytest.approx(record["value"])
+    client = MlflowClient(tracking_uri=uri)
+    runs = {
+        run.info.run_name: run
+        for run in client.search_runs([client.get_experiment_by_name("sweep-tiny").experiment_id])
+    }
+    assert set(runs) == {"tiny", "trial0"}
+    trial = runs["trial0"]
+    assert trial.data.tags[PARENT_TAG] == runs["tiny"].info.run_id
+    assert trial.data.tags["optuna.state"] == "COMPLETE" and trial.data.tags["optuna.trial"] == "0"
+    assert float(trial.data.params["optim.lr"]) == pytest.approx(record["params"]["optim.lr"])
