@@ -48,9 +48,8 @@ from algos.presets import (
     config_to_dict,
     flatten,
     load_config,
-    named_yaml,
     parse_override,
-    read_yaml,
+    read_spec_file,
     yaml_names,
 )
 
@@ -157,12 +156,7 @@ def available_specs(ablations_dir: Path = ABLATIONS_DIR) -> list[str]:
 
 def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
     """Parse, check and resolve one spec; every row's config is built once to prove it valid."""
-    path = named_yaml(ablations_dir, name, "spec")
-    body = read_yaml(path)
-    if not isinstance(body, dict) or (missing := [key for key in REQUIRED if key not in body]):
-        raise ConfigError(
-            f"{path}: a spec needs {', '.join(REQUIRED)}" + (f"; missing: {', '.join(missing)}" if body else "")
-        )
+    path, body = read_spec_file(ablations_dir, name, "spec", REQUIRED)
     if body["kind"] not in KINDS:
         raise ConfigError(f"{path}: kind '{body['kind']}' is not one of: {', '.join(KINDS)}")
     if not isinstance(body["rows"], list) or not body["rows"]:

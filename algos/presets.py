@@ -24,7 +24,7 @@ import hashlib
 import json
 import logging
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +142,16 @@ def named_yaml(directory: Path, name: str, what: str) -> Path:
     if not path.is_file():
         raise ConfigError(f"unknown {what} '{name}'; valid {what}s: {', '.join(yaml_names(directory))}")
     return path
+
+
+def read_spec_file(directory: Path, name: str, what: str, required: Sequence[str]) -> tuple[Path, dict[str, Any]]:
+    """The YAML file ``name`` in ``directory`` (a ``what``: spec, sweep) as a mapping with every ``required`` field."""
+    path = named_yaml(directory, name, what)
+    body = read_yaml(path)
+    missing = [key for key in required if key not in body] if isinstance(body, dict) else list(required)
+    if missing:
+        raise ConfigError(f"{path}: a {what} needs {', '.join(required)}; missing: {', '.join(missing)}")
+    return path, body
 
 
 def available_presets(presets_dir: Path = PRESETS_DIR) -> list[str]:

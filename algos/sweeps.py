@@ -48,7 +48,7 @@ from pydantic import ValidationError
 from algos import run_files
 from algos.config import RLConfig
 from algos.models import ModelNotFoundError
-from algos.presets import ConfigError, checked_settings, load_config, named_yaml, read_yaml, yaml_names
+from algos.presets import ConfigError, checked_settings, load_config, read_spec_file, yaml_names
 from algos.tracking import tag_run
 from algos.train import StopTraining, train
 
@@ -152,12 +152,7 @@ def available_sweeps(sweeps_dir: Path = SWEEPS_DIR) -> list[str]:
 
 def read_sweep(name: str, sweeps_dir: Path = SWEEPS_DIR) -> SweepSpec:
     """Parse and check a sweep spec; every bound of the space is built into a config to prove it valid."""
-    path = named_yaml(sweeps_dir, name, "sweep")
-    body = read_yaml(path)
-    if not isinstance(body, dict) or (missing := [key for key in REQUIRED if key not in body]):
-        raise ConfigError(
-            f"{path}: a sweep needs {', '.join(REQUIRED)}" + (f"; missing: {', '.join(missing)}" if body else "")
-        )
+    path, body = read_spec_file(sweeps_dir, name, "sweep", REQUIRED)
     unknown = set(body) - {*REQUIRED, "objective", "seeds", "sampler", "pruner", "budget"}
     if unknown:
         raise ConfigError(f"{path}: unknown fields {sorted(unknown)}")
