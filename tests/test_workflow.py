@@ -46,6 +46,15 @@ def test_a_budget_override_that_erases_a_row_difference_fails_before_any_job(tmp
     assert "spec 'vapo_table1': the campaign override 'critic.pretrain_steps=5'" in result.stdout + result.stderr
 
 
+def test_an_unknown_tuned_key_fails_before_any_job(tmp_path):
+    (tmp_path / "tuned.yaml").write_text("ablations:\n  tuned: {dapo: [optim.lx=0.1]}\n")
+    result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "tuned.yaml"))
+    assert (
+        result.returncode != 0
+        and "unknown config key 'optim.lx' in tuned values of preset 'dapo'" in result.stdout + result.stderr
+    )
+
+
 def test_a_hub_model_replaces_the_built_in_base_by_config_alone(tmp_path):
     (tmp_path / "hub.yaml").write_text("model: Qwen/Qwen2.5-Math-1.5B\nablations:\n  step_scale: 1.0\n")
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "hub.yaml"))

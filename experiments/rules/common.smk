@@ -20,6 +20,8 @@ BUDGET_OPTIONS = " ".join(
 )
 for _spec in config["ablations"]["specs"]:
     read_spec(_spec).check_budget(BUDGET)  # a bad spec or budget fails here, before any job starts
+for _preset in BUDGET.tuned:
+    BUDGET.tuned_settings(_preset)  # likewise an unknown tuned key
 SWEEP_STORAGE_OPTION = f"--storage {shlex.quote(config['sweeps']['storage'])}" if config["sweeps"]["storage"] else ""
 for _sweep in config["sweeps"]["specs"]:
     read_sweep(_sweep)  # likewise a bad search space
