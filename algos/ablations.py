@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import re
 import sys
 from collections.abc import Mapping
@@ -99,11 +100,16 @@ class AblationSpec:
         settings = {**budget.tuned_settings(row.preset), **row.settings}
         return scale_steps(load_config(row.preset, settings=settings, overrides=budget.overrides), budget.step_scale)
 
+    @functools.cached_property
+    def _flat_configs(self) -> dict[str, dict[str, Any]]:
+        """Every row's config (without a budget) as dotted keys, built once per spec."""
+        return {row.id: flatten(config_to_dict(self.config(row.id))) for row in self.rows}
+
     def check_budget(self, budget: Budget) -> None:
         """Refuse a campaign override of a key on which this spec's rows differ: it would erase their difference."""
         for text in budget.overrides:
             key, _ = parse_override(text)
-            values = {row.id: flatten(config_to_dict(self.config(row.id))).get(key) for row in self.rows}
+            values = {row_id: flat.get(key) for row_id, flat in self._flat_configs.items()}
             if len({repr(value) for value in values.values()}) > 1:
                 shown = ", ".join(f"{row_id}: {value!r}" for row_id, value in values.items())
                 raise ConfigError(

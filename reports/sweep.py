@@ -71,6 +71,8 @@ def figures(study: optuna.Study) -> list[tuple[str, bytes]]:
     from optuna.visualization import matplotlib as plots
 
     complete = [t for t in study.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
+    if not complete:
+        return []
     wanted = [("Optimisation history", plots.plot_optimization_history), ("Slice plots", plots.plot_slice)]
     if len(complete) >= 2:
         wanted.insert(1, ("Parameter importances (fANOVA)", plots.plot_param_importances))
@@ -78,8 +80,6 @@ def figures(study: optuna.Study) -> list[tuple[str, bytes]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         for title, plot in wanted:
-            if not complete:
-                break
             axes = plot(study)
             panels = list(axes.flat) if hasattr(axes, "flat") else [axes]
             figure = panels[0].figure

@@ -1,10 +1,12 @@
 # Helpers shared by the rule files.
+import functools
 import shlex
 
 from algos.ablations import Budget, read_spec
 from algos.presets import config_hash
 from algos.sweeps import read_sweep
 
+spec_named = functools.cache(read_spec)  # every job's params read the same specs: parse each once
 BASE_INPUT = [] if config["model"] else "results/base_model"  # a hub model needs no base built
 BUDGET = Budget(
     tuple(config["ablations"]["overrides"]),
@@ -19,7 +21,7 @@ BUDGET_OPTIONS = " ".join(
     ]
 )
 for _spec in config["ablations"]["specs"]:
-    read_spec(_spec).check_budget(BUDGET)  # a bad spec or budget fails here, before any job starts
+    spec_named(_spec).check_budget(BUDGET)  # a bad spec or budget fails here, before any job starts
 for _preset in BUDGET.tuned:
     BUDGET.tuned_settings(_preset)  # likewise an unknown tuned key
 SWEEP_STORAGE_OPTION = f"--storage {shlex.quote(config['sweeps']['storage'])}" if config["sweeps"]["storage"] else ""
@@ -38,14 +40,14 @@ def spec_runs(spec):
     """Final-metrics files of every (row, seed) of one ablation spec."""
     return [
         f"results/runs/{spec}/{row.id}/seed{seed}/final_metrics.json"
-        for row in read_spec(spec).rows
+        for row in spec_named(spec).rows
         for seed in range(config["ablations"]["seeds"])
     ]
 
 
 def row_config_hash(wildcards):
     """Hash of one row's config as the campaign runs it: a rerun trigger that fires only for rows whose config changed."""
-    return config_hash(read_spec(wildcards.spec).config(wildcards.row, BUDGET))
+    return config_hash(spec_named(wildcards.spec).config(wildcards.row, BUDGET))
 
 
 def sweep_slots(sweep):
