@@ -21,7 +21,7 @@ include: "experiments/rules/sweeps.smk"
 rule all:
     input:
         expand("results/configs/{preset}.yaml", preset=config["presets"]),
-        expand("results/eval/base_model/{benchmark}/metrics.json", benchmark=config["evaluation"]["benchmarks"]),
+        "results/reports/benchmarks.html",
 
 
 rule ablations:
@@ -48,6 +48,7 @@ rule report:
     params:
         specs=config["ablations"]["specs"],
         seeds=config["ablations"]["seeds"],
+        benchmarks=ABLATION_BENCHMARK_OPTIONS,
     log:
         "results/logs/report/all.log",
     conda:
@@ -56,10 +57,10 @@ rule report:
         "Re-rendering the ablation reports from finished runs"
     shell:
         "for spec in {params.specs}; do python -m reports.ablation --spec $spec --runs results/runs "
-        "--out results/reports --seeds {params.seeds} || exit 1; done > {log} 2>&1"
+        "--out results/reports --seeds {params.seeds} {params.benchmarks} || exit 1; done > {log} 2>&1"
 
 
-rule evaluate_base:
-    """Score the built-in base on every configured benchmark."""
+rule benchmarks:
+    """Score every configured model on every configured benchmark, then the benchmark report."""
     input:
-        expand("results/eval/base_model/{benchmark}/metrics.json", benchmark=config["evaluation"]["benchmarks"]),
+        "results/reports/benchmarks.html",

@@ -3,13 +3,14 @@
 One greedy response per problem gives greedy pass@1; ``samples`` responses per problem at
 ``temperature`` and ``top_p`` give avg@k, unbiased pass@k and maj@k. Every response, its extracted
 answer and its verdict are kept in ``records.jsonl``, so any metric can be recomputed later; the
-protocol (decoding, prompt template, extractor, budget, package versions, hardware) is written to
-``protocol.json`` next to the scores in ``metrics.json``. The three files appear together or not at
-all.
+protocol (decoding, prompt template, extractor, budget, inference engine, package versions,
+hardware) is written to ``protocol.json`` next to the scores in ``metrics.json``. The three files
+appear together or not at all.
 
 Command line::
 
     python -m eval.evaluate --model results/base_model --benchmark aime24 --out DIR [--limit 8] [--samples 4]
+        [--backend auto|hf|vllm]
 """
 
 from __future__ import annotations
@@ -21,17 +22,13 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-import torch
-
-from algos.config import ModelConfig
-from algos.models import load_policy, load_tokenizer, uses_chat_template
 from algos.provenance import git_commit
-from eval.accuracy import responses
+from eval.engines import BACKENDS, Generate, load_engine
 from eval.records import Problem, read_problems
 from eval.suites import SUITES
 
@@ -88,60 +85,52 @@ def render(template: str, problem: Problem) -> Problem:
 
 
 def sample_grid(
-    generate: Callable[[Sequence[Problem], bool, torch.Generator | None], list[str]],
-    problems: Sequence[Problem],
-    samples: int,
-    seed: int,
+    generate: Generate, problems: Sequence[Problem], samples: int, seed: int
 ) -> tuple[list[str], list[list[str]]]:
     """Greedy responses (one per problem) and ``samples`` sampled responses per problem, problem-major."""
     greedy = generate(problems, True, None)
     if samples == 0:
         return greedy, [[] for _ in problems]
     repeated = [problem for problem in problems for _ in range(samples)]
-    sampled = generate(repeated, False, torch.Generator().manual_seed(seed))
+    sampled = generate(repeated, False, seed)
     return greedy, [sampled[i * samples : (i + 1) * samples] for i in range(len(problems))]
 
 
 def evaluate(
-    model: str, protocol: Protocol, out: Path, device: str = "auto", problems_file: Path | None = None
+    model: str,
+    protocol: Protocol,
+    out: Path,
+    device: str = "auto",
+    problems_file: Path | None = None,
+    backend: str = "hf",
 ) -> dict[str, float]:
     """Score ``model`` (local directory or hub id) under ``protocol``; write records, metrics and protocol to ``out``.
 
     problems_file: the benchmark's problems materialised by :mod:`eval.prepare`; None loads them from their source.
+    backend: inference engine, one of :data:`eval.engines.BACKENDS` (``device`` applies to hf).
     """
     suite = SUITES[protocol.benchmark]
     started = time.perf_counter()
     problems = read_problems(problems_file)[: protocol.limit] if problems_file else suite.load(protocol.limit)
-    model_cfg = ModelConfig(name_or_path=model, chat_template=protocol.chat_template)
-    tokenizer = load_tokenizer(model_cfg)
-    target = torch.device(
-        "cuda" if device == "auto" and torch.cuda.is_available() else "cpu" if device == "auto" else device
+    engine = load_engine(
+        model,
+        backend,
+        protocol.max_new_tokens,
+        protocol.temperature,
+        protocol.top_p,
+        protocol.chat_template,
+        device,
     )
-    policy = load_policy(model_cfg).to(target)
-    chat = uses_chat_template(model_cfg, tokenizer)
     prompted = [render(protocol.prompt_template, problem) for problem in problems]
-
-    def generate(batch: Sequence[Problem], greedy: bool, generator: torch.Generator | None) -> list[str]:
-        return responses(
-            policy,
-            tokenizer,
-            batch,
-            protocol.max_new_tokens,
-            greedy=greedy,
-            temperature=protocol.temperature,
-            top_p=protocol.top_p,
-            chat=chat,
-            generator=generator,
-        )
-
-    greedy, sampled = sample_grid(generate, prompted, protocol.samples, protocol.seed)
+    greedy, sampled = sample_grid(engine.generate, prompted, protocol.samples, protocol.seed)
     generation_seconds = time.perf_counter() - started
     records = suite.score(problems, greedy, sampled)
     metrics = suite.metrics(records, protocol.samples)
     provenance = {
         "protocol": dataclasses.asdict(protocol),
         "model": model,
-        "chat_template_applied": chat,
+        "chat_template_applied": engine.chat_template_applied,
+        "engine": {"name": engine.name, "version": engine.version},
         "extractor": suite.extractor,
         "grader": suite.grader,
         "problems": len(problems),
@@ -149,7 +138,7 @@ def evaluate(
         "seconds": {"generation": round(generation_seconds, 2), "total": round(time.perf_counter() - started, 2)},
         "git_commit": git_commit(),
         "packages": {name: _version(name) for name in PROTOCOL_PACKAGES},
-        "hardware": {"device": str(target), "platform": platform.platform(), "python": platform.python_version()},
+        "hardware": {"device": engine.device, "platform": platform.platform(), "python": platform.python_version()},
     }
     _write_together(out, {RECORDS_FILE: records, METRICS_FILE: metrics, PROTOCOL_FILE: provenance})
     return metrics
@@ -189,7 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top-p", type=float)
     parser.add_argument("--max-new-tokens", type=int)
     parser.add_argument("--seed", type=int)
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="device of the hf backend")
+    parser.add_argument(
+        "--backend", default="hf", choices=BACKENDS, help="inference engine (auto: vllm where it can run, else hf)"
+    )
     args = parser.parse_args(argv)
     overrides = {
         key: value
@@ -205,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         protocol = default_protocol(args.benchmark, **overrides)
-        metrics = evaluate(args.model, protocol, args.out, args.device, args.problems)
+        metrics = evaluate(args.model, protocol, args.out, args.device, args.problems, args.backend)
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

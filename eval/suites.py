@@ -147,6 +147,12 @@ def _chain_suite() -> Suite:
     )
 
 
+def headline_metric(metrics: dict[str, float]) -> str:
+    """The score a benchmark is quoted by: avg@k when responses were sampled (AIME's avg@32), else greedy pass@1."""
+    sampled = [key for key in metrics if key.startswith("avg@")]
+    return sampled[0] if sampled else "greedy_pass@1"
+
+
 AIME_SAMPLING = {"samples": 32, "temperature": 1.0, "top_p": 0.7}
 
 SUITES: dict[str, Suite] = {

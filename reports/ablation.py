@@ -7,7 +7,12 @@ same seeds. Below the table: curves with seed bands, then the provenance of ever
 commits, config hashes, package versions, hardware, seeds, wall time, run ids). Nothing is rerun:
 reports read ``final_metrics.json``, ``metrics.jsonl`` and ``run.json`` of each run directory.
 
-Command line: ``python -m reports.ablation --spec dapo_table1 --runs results/runs --out results/reports``.
+Benchmarks on which the runs' final policies were scored (``<eval>/<spec>/<row>/seed<n>/<benchmark>/``,
+written by :mod:`eval.evaluate`) add one column each, mean [95% CI] (n) of the benchmark's headline
+score over the row's scored seeds, and their protocols are stated under the table.
+
+Command line: ``python -m reports.ablation --spec dapo_table1 --runs results/runs --out results/reports
+[--eval results/eval --benchmarks aime24 math500]``.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from algos.ablations import AblationSpec, Row, read_spec
 from algos.presets import ConfigError
 from algos.run_files import FINAL_FILE, RUN_FILE
+from reports.benchmarks import Score, protocol_summary, read_score
 from reports.figures import figure_grid
 from reports.pages import Page, write_page
 from reports.stats import (
@@ -41,7 +48,10 @@ SELECTION = "final step of every run"
 
 @dataclass(frozen=True)
 class RowResult:
-    """One row's finished seeds: their run directories, final metrics and the spec's metric, seed-ordered."""
+    """One row's finished seeds: their run directories, final metrics and the spec's metric, seed-ordered.
+
+    scores: benchmark -> the scores of the row's runs that were scored on it, seed-ordered.
+    """
 
     row: Row
     runs: tuple[Path, ...]
@@ -50,6 +60,12 @@ class RowResult:
     estimate: Estimate | None
     comparison: Comparison | None
     direction: Direction | None
+    scores: dict[str, tuple[Score, ...]] = field(default_factory=dict)
+
+    def benchmark_estimate(self, benchmark: str) -> Estimate | None:
+        """Mean [CI] over seeds of the benchmark's headline score; None when no run was scored on it."""
+        scores = self.scores.get(benchmark, ())
+        return seed_estimate([score.headline[1] for score in scores]) if scores else None
 
 
 def finished_runs(runs_dir: Path, spec: AblationSpec, row: Row, seeds: int) -> list[Path]:
@@ -58,8 +74,10 @@ def finished_runs(runs_dir: Path, spec: AblationSpec, row: Row, seeds: int) -> l
     return [run for run in candidates if (run / FINAL_FILE).is_file()]
 
 
-def collect(spec: AblationSpec, runs_dir: Path, seeds: int) -> list[RowResult]:
-    """Every row's estimate and its comparison with the row it is compared with."""
+def collect(
+    spec: AblationSpec, runs_dir: Path, seeds: int, eval_dir: Path | None = None, benchmarks: Sequence[str] = ()
+) -> list[RowResult]:
+    """Every row's estimate, its comparison with the row it is compared with, and its runs' benchmark scores."""
     runs_of: dict[str, tuple[Path, ...]] = {}
     finals_of: dict[str, tuple[dict[str, float], ...]] = {}
     metric_of: dict[str, tuple[float, ...]] = {}
@@ -91,16 +109,24 @@ def collect(spec: AblationSpec, runs_dir: Path, seeds: int) -> list[RowResult]:
                 estimate=seed_estimate(mine) if mine else None,
                 comparison=comparison,
                 direction=direction_agrees(comparison, paper_delta) if comparison else None,
+                scores={b: _scores(runs_of[row.id], runs_dir, eval_dir, b) for b in benchmarks} if eval_dir else {},
             )
         )
     return results
 
 
-def table_cells(spec: AblationSpec, results: list[RowResult]) -> list[list[str]]:
-    """The table's rows as text cells, in the paper's order."""
+def _scores(runs: Sequence[Path], runs_dir: Path, eval_dir: Path, benchmark: str) -> tuple[Score, ...]:
+    """Scores on ``benchmark`` of the runs that have them (``eval_dir`` mirrors ``runs_dir``)."""
+    directories = [eval_dir / run.relative_to(runs_dir) / benchmark for run in runs]
+    return tuple(read_score(directory) for directory in directories if directory.is_dir())
+
+
+def table_cells(spec: AblationSpec, results: list[RowResult], benchmarks: Sequence[str] = ()) -> list[list[str]]:
+    """The table's rows as text cells, in the paper's order, with one cell per benchmark at the end."""
     cells = []
     for result in results:
         row, comparison = result.row, result.comparison
+        estimates = [result.benchmark_estimate(benchmark) for benchmark in benchmarks]
         cells.append(
             [
                 row.label,
@@ -109,12 +135,27 @@ def table_cells(spec: AblationSpec, results: list[RowResult]) -> list[list[str]]
                 f"{format_comparison(comparison)} vs {spec.row(row.compare_to).label}" if comparison else "—",
                 format_probability(comparison.p_improvement) if comparison else "—",
                 str(result.direction) if result.direction else "—",
+                *(format_estimate(estimate) if estimate else "not scored" for estimate in estimates),
             ]
         )
     return cells
 
 
 HEADER = ["row", "paper", "ours: mean [95% CI] (n)", "Δ [95% CI]", "P(improvement)", "agrees with paper?"]
+
+
+def benchmark_protocols(results: list[RowResult], benchmarks: Sequence[str]) -> dict[str, list[str]]:
+    """Benchmark -> the distinct ``metric: protocol`` lines its scores were produced under (one, when all agree)."""
+    return {
+        benchmark: sorted(
+            {
+                f"{score.headline[0]}: {protocol_summary(score.protocol)}"
+                for result in results
+                for score in result.scores.get(benchmark, ())
+            }
+        )
+        for benchmark in benchmarks
+    }
 
 
 def provenance(spec: AblationSpec, results: list[RowResult]) -> dict[str, Any]:
@@ -161,18 +202,30 @@ def introduction(spec: AblationSpec) -> str:
 NOTE = "95% CIs are percentile bootstraps over seeds; P(improvement) is P(row > compared row) over seed pairs."
 
 
-def write_report(spec_name: str, runs_dir: Path, out_dir: Path, seeds: int) -> tuple[Path, Path]:
-    """Write ``{spec}.md`` (with its figures in ``{spec}_figures/``) and ``{spec}.html`` into ``out_dir``."""
+def write_report(
+    spec_name: str,
+    runs_dir: Path,
+    out_dir: Path,
+    seeds: int,
+    eval_dir: Path | None = None,
+    benchmarks: Sequence[str] = (),
+) -> tuple[Path, Path]:
+    """Write ``{spec}.md`` (with its figures in ``{spec}_figures/``) and ``{spec}.html`` into ``out_dir``.
+
+    eval_dir, benchmarks: where the runs' benchmark scores are, and which benchmarks get a column.
+    """
     spec = read_spec(spec_name)
-    results = collect(spec, runs_dir, seeds)
+    benchmarks = benchmarks if eval_dir else ()
+    results = collect(spec, runs_dir, seeds, eval_dir, benchmarks)
+    protocols = benchmark_protocols(results, benchmarks)
     page = Page(
         title=spec.title,
         introduction=introduction(spec),
-        header=HEADER,
-        cells=table_cells(spec, results),
-        note=NOTE,
+        header=[*HEADER, *(f"{benchmark}: mean [95% CI] (n)" for benchmark in benchmarks)],
+        cells=table_cells(spec, results, benchmarks),
+        note=" ".join([NOTE, *(f"{b} ({'; '.join(lines) or 'not scored'})." for b, lines in protocols.items())]),
         figures=figure_grid({result.row.label: list(result.runs) for result in results if result.runs}),
-        origin=provenance(spec, results),
+        origin={**provenance(spec, results), **({"benchmark protocols": protocols} if benchmarks else {})},
     )
     return write_page(page, out_dir, spec.name)
 
@@ -185,11 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("results/reports"), help="directory for the reports")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per row (0..seeds-1)")
+    parser.add_argument("--eval", type=Path, help="directory holding <spec>/<row>/seed<n>/<benchmark>/ scores")
+    parser.add_argument("--benchmarks", nargs="*", default=[], help="benchmarks that get a column (with --eval)")
     args = parser.parse_args(argv)
     try:
-        for path in write_report(args.spec, args.runs, args.out, args.seeds):
+        for path in write_report(args.spec, args.runs, args.out, args.seeds, args.eval, args.benchmarks):
             print(path)
-    except (ConfigError, ValueError) as error:
+    except (ConfigError, ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -33,6 +33,17 @@ TINY = {
 }
 
 
+SCORED = {
+    **TINY,
+    "ablations": {**TINY["ablations"], "benchmarks": ["chain"]},
+    "evaluation": {
+        "benchmarks": ["chain"],
+        "protocol": {"limit": 8, "samples": 2, "max_new_tokens": 24, "temperature": None, "top_p": None, "seed": 0},
+    },
+}
+"""TINY with every run, and the base, scored on the built-in task's test split (8 problems, k = 2)."""
+
+
 def command(workdir, *args):
     configfile = str(workdir / "tiny.yaml")
     return [
@@ -52,27 +63,33 @@ def command(workdir, *args):
 ENVIRONMENT = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def snakemake(workdir, *args):
-    full = [*command(workdir, *args), "--", "ablations"]
+def snakemake(workdir, *args, targets=("ablations",)):
+    full = [*command(workdir, *args), "--", *targets]
     return subprocess.run(full, capture_output=True, text=True, timeout=600, env=ENVIRONMENT, check=False)
 
 
 @pytest.mark.slow
 def test_ablations_pipeline_end_to_end_then_reruns_only_what_is_missing(tmp_path):
-    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
-    first = snakemake(tmp_path)
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(SCORED))
+    both = ("ablations", "benchmarks")
+    first = snakemake(tmp_path, targets=both)
     assert first.returncode == 0, first.stderr[-3000:]
     report = (tmp_path / "results" / "reports" / "dr_grpo_bias.md").read_text()
     assert "| Dr. GRPO | — |" in report and "(n=2)" in report and "## Provenance" in report
+    assert "chain: mean [95% CI] (n)" in report and "chain (avg@2: greedy + k=2 at T=1" in report
+    assert "not scored" not in report and report.count("(n=2) |") >= 8  # both columns of every row
     assert (tmp_path / "results" / "reports" / "dr_grpo_bias.html").is_file()
+    scores = (tmp_path / "results" / "reports" / "benchmarks.md").read_text()
+    assert "| base_model | chain |" in scores and "(avg@2)" in scores
 
-    again = snakemake(tmp_path, "-n")
+    again = snakemake(tmp_path, "-n", targets=both)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
     shutil.rmtree(tmp_path / "results" / "runs" / "dr_grpo_bias" / "grpo" / "seed1")
-    plan = snakemake(tmp_path, "-n")
+    plan = snakemake(tmp_path, "-n", targets=both)
     assert "Training dr_grpo_bias / grpo / seed 1" in plan.stdout
     assert plan.stdout.count("Training ") == 1 and "Reporting dr_grpo_bias" in plan.stdout
+    assert plan.stdout.count("Scoring ") == 1 and "Scoring dr_grpo_bias/grpo/seed1 on chain" in plan.stdout
 
 
 def _finished_runs(workdir):

@@ -68,3 +68,26 @@ def test_the_sweep_target_plans_one_job_per_trial_and_a_report():
     assert (
         result.stdout.count("Sweep dapo_default: one trial") == 12 and "Reporting sweep dapo_default" in result.stdout
     )
+
+
+def test_ablation_runs_are_scored_on_the_configured_benchmarks_and_their_report_waits(tmp_path):
+    (tmp_path / "scored.yaml").write_text(
+        "ablations:\n  specs: [dr_grpo_bias]\n  seeds: 1\n  benchmarks: [gsm8k]\nevaluation:\n  backend: auto\n"
+    )
+    result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "scored.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert (
+        result.stdout.count("Scoring dr_grpo_bias/") == 4
+        and "Scoring dr_grpo_bias/dr_grpo/seed0 on gsm8k" in result.stdout
+    )
+    assert "--model results/runs/dr_grpo_bias/dr_grpo/seed0/checkpoint/policy --benchmark gsm8k" in result.stdout
+    assert "--backend auto" in result.stdout
+    assert "--eval results/eval --benchmarks gsm8k" in result.stdout  # the report reads the scores
+
+
+def test_the_benchmarks_target_scores_the_configured_hub_model_then_reports(tmp_path):
+    (tmp_path / "hub.yaml").write_text("model: Qwen/Qwen2.5-Math-1.5B\nevaluation:\n  benchmarks: [aime24, math500]\n")
+    result = snakemake("benchmarks", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "hub.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("--model Qwen/Qwen2.5-Math-1.5B --benchmark") == 2
+    assert "Reporting benchmark scores" in result.stdout and "algos.sft" not in result.stdout

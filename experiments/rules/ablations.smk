@@ -39,8 +39,9 @@ rule ablation_report:
         "../envs/harness.yml"
     params:
         seeds=config["ablations"]["seeds"],
+        benchmarks=ABLATION_BENCHMARK_OPTIONS,
     message:
         "Reporting {wildcards.spec}"
     shell:
         "python -m reports.ablation --spec {wildcards.spec} --runs results/runs --out results/reports "
-        "--seeds {params.seeds} > {log} 2>&1"
+        "--seeds {params.seeds} {params.benchmarks} > {log} 2>&1"

@@ -29,19 +29,44 @@ for _sweep in config["sweeps"]["specs"]:
     read_sweep(_sweep)  # likewise a bad search space
 
 
-def model_directory(wildcards):
-    """The built-in base, or the final policy of the training run results/runs/<model>."""
+EVALUATION_BENCHMARKS = list(dict.fromkeys(config["evaluation"]["benchmarks"] + config["ablations"]["benchmarks"]))
+EVALUATION_OPTIONS = " ".join(
+    [
+        f"--backend {config['evaluation']['backend']}",
+        *(
+            f"--{key.replace('_', '-')} {value}"
+            for key, value in config["evaluation"]["protocol"].items()
+            if value is not None
+        ),
+    ]
+)
+
+ABLATION_BENCHMARK_OPTIONS = (
+    f"--eval results/eval --benchmarks {' '.join(config['ablations']['benchmarks'])}"
+    if config["ablations"]["benchmarks"]
+    else ""
+)
+
+
+def model_input(wildcards):
+    """What scoring a model waits for: the start model (built-in base or nothing), or the run's final metrics."""
     if wildcards.model == "base_model":
-        return "results/base_model"
+        return BASE_INPUT
+    return f"results/runs/{wildcards.model}/final_metrics.json"
+
+
+def model_directory(wildcards):
+    """The model to score: the configured model or the built-in base, or the final policy of results/runs/<model>."""
+    if wildcards.model == "base_model":
+        return config["model"] or "results/base_model"
     return f"results/runs/{wildcards.model}/checkpoint/policy"
 
 
 def spec_runs(spec):
-    """Final-metrics files of every (row, seed) of one ablation spec."""
-    return [
-        f"results/runs/{spec}/{row.id}/seed{seed}/final_metrics.json"
-        for row in spec_named(spec).rows
-        for seed in range(config["ablations"]["seeds"])
+    """Final-metrics files of every (row, seed) of one ablation spec, and their scores on ablations.benchmarks."""
+    runs = [f"{spec}/{row.id}/seed{seed}" for row in spec_named(spec).rows for seed in range(config["ablations"]["seeds"])]
+    return [f"results/runs/{run}/final_metrics.json" for run in runs] + [
+        f"results/eval/{run}/{benchmark}/metrics.json" for run in runs for benchmark in config["ablations"]["benchmarks"]
     ]
 
 

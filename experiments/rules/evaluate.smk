@@ -1,6 +1,5 @@
 wildcard_constraints:
-    benchmark="|".join(config["evaluation"]["benchmarks"]),
-    model="[^/]+",
+    benchmark="|".join(EVALUATION_BENCHMARKS),
 
 
 rule benchmark_data:
@@ -24,9 +23,13 @@ rule benchmark_data:
 
 
 rule evaluate:
-    """Score a model (base_model, or a run in results/runs/) on one benchmark; the protocol is written next to the scores."""
+    """Score a model on one benchmark; the protocol is written next to the scores.
+
+    The model is base_model (the model every run starts from) or a finished run under results/runs/
+    (e.g. dapo_table1/dapo/seed0), scored with its final policy.
+    """
     input:
-        model=model_directory,
+        model=model_input,
         problems="results/benchmarks/{benchmark}.jsonl",
     output:
         metrics="results/eval/{model}/{benchmark}/metrics.json",
@@ -37,13 +40,35 @@ rule evaluate:
     conda:
         "../envs/harness.yml"
     params:
-        options=" ".join(
-            f"--{key.replace('_', '-')} {value}"
-            for key, value in config["evaluation"]["protocol"].items()
-            if value is not None
-        ),
+        model=model_directory,
+        options=EVALUATION_OPTIONS,
     message:
         "Scoring {wildcards.model} on {wildcards.benchmark}"
     shell:
-        "python -m eval.evaluate --model {input.model} --benchmark {wildcards.benchmark} --problems {input.problems} "
+        "python -m eval.evaluate --model {params.model} --benchmark {wildcards.benchmark} --problems {input.problems} "
         "--out results/eval/{wildcards.model}/{wildcards.benchmark} {params.options} > {log} 2>&1"
+
+
+rule benchmark_report:
+    """Render the scores of every configured model on every configured benchmark beside their protocols."""
+    input:
+        expand(
+            "results/eval/{model}/{benchmark}/metrics.json",
+            model=config["evaluation"]["models"],
+            benchmark=config["evaluation"]["benchmarks"],
+        ),
+    output:
+        markdown="results/reports/benchmarks.md",
+        page=report("results/reports/benchmarks.html", category="Benchmarks"),
+    log:
+        "results/logs/report/benchmarks.log",
+    conda:
+        "../envs/harness.yml"
+    params:
+        models=config["evaluation"]["models"],
+        benchmarks=config["evaluation"]["benchmarks"],
+    message:
+        "Reporting benchmark scores"
+    shell:
+        "python -m reports.benchmarks --eval results/eval --models {params.models} --benchmarks {params.benchmarks} "
+        "--out results/reports > {log} 2>&1"

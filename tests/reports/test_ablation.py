@@ -4,6 +4,7 @@ import pytest
 
 from algos.ablations import read_spec
 from reports.ablation import HEADER, collect, main, table_cells, write_report
+from tests.reports.test_benchmarks import fake_score
 
 
 def fake_run(directory, value, steps=3, commit="abc"):
@@ -74,3 +75,22 @@ def test_missing_metric_and_unknown_spec_fail_clearly(dapo_runs, capsys):
         collect(read_spec("dapo_table1"), dapo_runs / "runs", seeds=3)
     assert main(["--spec", "nope", "--runs", str(dapo_runs / "runs"), "--out", str(dapo_runs / "r")]) == 2
     assert "valid specs" in capsys.readouterr().err
+
+
+def test_benchmark_scores_of_the_runs_become_columns_with_their_protocol(dapo_runs):
+    spec = read_spec("dapo_table1")
+    first, second = spec.rows[0].id, spec.rows[1].id
+    for seed, value in enumerate((0.25, 0.5, 0.75)):
+        metrics = {"problems": 4, "greedy_pass@1": 0.0, "avg@4": value}
+        fake_score(dapo_runs / "eval" / spec.name / first / f"seed{seed}" / "aime24", metrics, samples=4, top_p=0.7)
+    fake_score(dapo_runs / "eval" / spec.name / second / "seed0" / "aime24", {"problems": 4, "greedy_pass@1": 1.0})
+    markdown, _ = write_report(
+        spec.name, dapo_runs / "runs", dapo_runs / "reports", 3, dapo_runs / "eval", ["aime24", "math500"]
+    )
+    text = markdown.read_text()
+    assert "| aime24: mean [95% CI] (n) | math500: mean [95% CI] (n) |" in text
+    naive = next(line for line in text.splitlines() if line.startswith("| Naive GRPO |"))
+    assert naive.endswith("| 50.0 [25.0, 75.0] (n=3) | not scored |")
+    assert "| 100.0 [100.0, 100.0] (n=1) | not scored |" in text  # the second row: one scored seed, greedy
+    assert "aime24 (avg@4: greedy + k=4 at T=1, top-p 0.7;" in text and "math500 (not scored)." in text
+    assert "greedy_pass@1: greedy; 64 new tokens" in text  # both protocols are listed when they differ

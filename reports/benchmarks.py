@@ -1,0 +1,176 @@
+"""Benchmark scores, each beside the protocol it was scored under: a Markdown and a self-contained HTML page.
+
+Reads what :mod:`eval.evaluate` wrote for every (model, benchmark), ``<eval>/<model>/<benchmark>/``
+``metrics.json`` and ``protocol.json``, and reruns nothing. The table gives greedy pass@1, avg@k,
+the largest unbiased pass@k and maj@k with the decoding that produced them (temperature, top-p, k,
+generation budget, prompt template, engine); the figure compares each benchmark's headline score
+across models; the provenance lists every protocol file in full (extractor, grader, package
+versions, hardware, git commit, timings). The ablation report reuses :func:`read_score` and
+:func:`protocol_summary` for the benchmark columns of its tables.
+
+Command line: ``python -m reports.benchmarks --eval results/eval --models base_model --benchmarks chain aime24``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from eval.evaluate import METRICS_FILE, PROTOCOL_FILE
+from eval.suites import BOXED_TEMPLATE, headline_metric
+from reports.figures import DPI, FIGURE_SIZE_IN
+from reports.pages import Page, write_page
+
+TEMPLATE_NAMES = {BOXED_TEMPLATE: "boxed", "{problem}": "raw"}
+
+
+@dataclass(frozen=True)
+class Score:
+    """One model's scores on one benchmark and the protocol record written beside them."""
+
+    metrics: dict[str, float]
+    protocol: dict[str, Any]
+
+    @property
+    def headline(self) -> tuple[str, float]:
+        """(metric name, value) the benchmark is quoted by."""
+        name = headline_metric(self.metrics)
+        return name, self.metrics[name]
+
+
+def read_score(directory: Path) -> Score:
+    """The scores and protocol in ``directory``; a missing file is named in the error."""
+    files = [directory / METRICS_FILE, directory / PROTOCOL_FILE]
+    missing = [str(path) for path in files if not path.is_file()]
+    if missing:
+        raise FileNotFoundError(f"no benchmark scores: missing {', '.join(missing)} (run the evaluate rule)")
+    return Score(*(json.loads(path.read_text()) for path in files))
+
+
+def protocol_summary(protocol: Mapping[str, Any]) -> str:
+    """One line of how a score was produced, e.g. ``k=32 at T=1.0, top-p 0.7; 4096 new tokens; boxed; hf 4.57``."""
+    decoding = protocol["protocol"]
+    template = TEMPLATE_NAMES.get(decoding["prompt_template"], "custom template")
+    sampled = (
+        f"greedy + k={decoding['samples']} at T={decoding['temperature']:g}, top-p {decoding['top_p']:g}"
+        if decoding["samples"]
+        else "greedy"
+    )
+    engine = protocol.get("engine", {})
+    return (
+        f"{sampled}; {decoding['max_new_tokens']} new tokens; {template} prompt"
+        f"{', chat template' if protocol.get('chat_template_applied') else ''}; {protocol['problems']} problems; "
+        f"{engine.get('name', 'hf')} {engine.get('version', '')}".rstrip()
+    )
+
+
+HEADER = ["model", "benchmark", "greedy pass@1", "avg@k", "pass@k (largest k)", "maj@k", "protocol", "seconds"]
+
+
+def table_cells(scores: Mapping[tuple[str, str], Score]) -> list[list[str]]:
+    """One row per (model, benchmark): the metrics in percent, the protocol line and the scoring time."""
+    cells = []
+    for (model, benchmark), score in scores.items():
+        metrics = score.metrics
+        cells.append(
+            [
+                model,
+                benchmark,
+                _percent(metrics["greedy_pass@1"]),
+                _named_percent(metrics, "avg@"),
+                _named_percent(metrics, "pass@", largest=True),
+                _named_percent(metrics, "maj@"),
+                protocol_summary(score.protocol),
+                f"{score.protocol['seconds']['total']:.1f}",
+            ]
+        )
+    return cells
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def _named_percent(metrics: Mapping[str, float], prefix: str, largest: bool = False) -> str:
+    """``"<value> (<name>)"`` of the metric starting with ``prefix`` (the largest k with ``largest``), else —."""
+    named = sorted((int(key.removeprefix(prefix)), key) for key in metrics if key.startswith(prefix))
+    if not named:
+        return "—"
+    _, key = named[-1] if largest else named[0]
+    return f"{_percent(metrics[key])} ({key})"
+
+
+def score_bars(scores: Mapping[tuple[str, str], Score]) -> bytes:
+    """PNG of each benchmark's headline score (x) with one bar per model."""
+    models = list(dict.fromkeys(model for model, _ in scores))
+    benchmarks = list(dict.fromkeys(benchmark for _, benchmark in scores))
+    figure = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI, layout="tight")
+    axes = figure.add_subplot()
+    width = 0.8 / len(models)
+    positions = np.arange(len(benchmarks))
+    for index, model in enumerate(models):
+        values = [100 * scores[model, b].headline[1] if (model, b) in scores else np.nan for b in benchmarks]
+        axes.bar(positions + index * width, values, width, label=model)
+    axes.set_xticks(positions + width * (len(models) - 1) / 2, benchmarks, fontsize="small")
+    axes.set_ylabel("avg@k if sampled, else greedy pass@1 (%)", fontsize="small")
+    axes.set_ylim(0, 100)
+    axes.set_title("headline score per benchmark")
+    axes.grid(alpha=0.3, axis="y")
+    axes.legend(fontsize="small")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def collect(eval_dir: Path, models: Sequence[str], benchmarks: Sequence[str]) -> dict[tuple[str, str], Score]:
+    """Scores of every (model, benchmark), model-major."""
+    return {(model, b): read_score(eval_dir / model / b) for model in models for b in benchmarks}
+
+
+def write_benchmark_report(
+    eval_dir: Path, models: Sequence[str], benchmarks: Sequence[str], out_dir: Path
+) -> tuple[Path, Path]:
+    """Write ``benchmarks.md`` (figure in ``benchmarks_figures/``) and ``benchmarks.html`` into ``out_dir``."""
+    scores = collect(eval_dir, models, benchmarks)
+    page = Page(
+        title="Benchmark scores",
+        introduction=(
+            "Each score beside the protocol that produced it; avg@k is the mean pass@1 over k samples, "
+            "pass@k the unbiased estimator, maj@k majority voting over the k samples."
+        ),
+        header=HEADER,
+        cells=table_cells(scores),
+        note="Scores in percent of the problems scored; per-response records are in records.jsonl beside each score.",
+        figures=[("Headline score per benchmark", score_bars(scores))],
+        origin={f"{model}/{benchmark}": score.protocol for (model, benchmark), score in scores.items()},
+    )
+    return write_page(page, out_dir, "benchmarks")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.benchmarks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--eval", type=Path, default=Path("results/eval"), help="directory of <model>/<benchmark>/")
+    parser.add_argument("--models", nargs="+", required=True, help="model names under --eval")
+    parser.add_argument("--benchmarks", nargs="+", required=True, help="benchmark names")
+    parser.add_argument("--out", type=Path, default=Path("results/reports"), help="directory for the report")
+    args = parser.parse_args(argv)
+    try:
+        for path in write_benchmark_report(args.eval, args.models, args.benchmarks, args.out):
+            print(path)
+    except (FileNotFoundError, KeyError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
