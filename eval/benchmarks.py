@@ -87,7 +87,11 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
         hub=HubSource("HuggingFaceH4/aime_2024", split="train", id_field="id", solution_field="solution"),
     ),
     "aime25": BenchmarkSpec(grader="integer", file="aime25.jsonl", hub=HubSource("math-ai/aime25", id_field="id")),
-    "amc23": BenchmarkSpec(grader="integer", file="amc23.jsonl"),
+    "amc23": BenchmarkSpec(
+        grader="integer",
+        file="amc23.jsonl",
+        hub=HubSource("math-ai/amc23", id_field="id", problem_field="question"),
+    ),
     "math500": BenchmarkSpec(
         grader="math",
         file="math500.jsonl",
@@ -106,7 +110,13 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
     ),
     "humaneval": BenchmarkSpec(grader="code", loader=_load_humaneval),
 }
-"""Benchmark name -> how to load and grade it."""
+"""Benchmark name -> how to load and grade it.
+
+The hub sources' splits and columns are those of the datasets' cards and of evaluation code that
+reads them (aime_2024: train, with id/problem/solution/answer; aime25: test, id/problem/answer;
+amc23: test, id/question/answer with integral floats; MATH-500: test, with unique_id; gsm8k "main":
+test, question/answer with the final answer after ``####``).
+"""
 
 
 def benchmark_spec(name: str) -> BenchmarkSpec:

@@ -86,8 +86,13 @@ def test_ablation_runs_are_scored_on_the_configured_benchmarks_and_their_report_
 
 
 def test_the_benchmarks_target_scores_the_configured_hub_model_then_reports(tmp_path):
-    (tmp_path / "hub.yaml").write_text("model: Qwen/Qwen2.5-Math-1.5B\nevaluation:\n  benchmarks: [aime24, math500]\n")
+    (tmp_path / "hub.yaml").write_text(
+        "model: Qwen/Qwen2.5-Math-1.5B\n"
+        "evaluation:\n  benchmarks: [aime24, math500]\n  hub_ids: {math500: HuggingFaceH4/MATH-500}\n"
+    )
     result = snakemake("benchmarks", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "hub.yaml"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("--model Qwen/Qwen2.5-Math-1.5B --benchmark") == 2
+    assert "--benchmark math500 --hub-id HuggingFaceH4/MATH-500 --out" in result.stdout
+    assert "--benchmark aime24  --out" in result.stdout  # aime24 still from the local directory
     assert "Reporting benchmark scores" in result.stdout and "algos.sft" not in result.stdout

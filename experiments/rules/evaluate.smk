@@ -16,10 +16,15 @@ rule benchmark_data:
             if config["evaluation"]["source_dir"]
             else ""
         ),
+        hub=lambda wildcards: (
+            f"--hub-id {config['evaluation']['hub_ids'][wildcards.benchmark]}"
+            if wildcards.benchmark in config["evaluation"]["hub_ids"]
+            else ""
+        ),
     message:
         "Materialising the {wildcards.benchmark} benchmark"
     shell:
-        "{params.source}python -m eval.prepare --benchmark {wildcards.benchmark} --out {output} > {log} 2>&1"
+        "{params.source}python -m eval.prepare --benchmark {wildcards.benchmark} {params.hub} --out {output} > {log} 2>&1"
 
 
 rule evaluate:

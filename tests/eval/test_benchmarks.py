@@ -186,3 +186,16 @@ def test_humaneval_plugs_in_through_its_own_loader(monkeypatch):
 
 def test_gsm8k_answer_is_the_text_after_the_last_marks():
     assert final_answer_after_hashes("a #### b\nwork\n#### 2,125 ") == "2125"
+
+
+def test_every_math_benchmark_has_a_hub_source_with_its_published_columns():
+    expected = {
+        "aime24": ("HuggingFaceH4/aime_2024", "train", None, "problem", "id"),
+        "aime25": ("math-ai/aime25", "test", None, "problem", "id"),
+        "amc23": ("math-ai/amc23", "test", None, "question", "id"),
+        "math500": ("HuggingFaceH4/MATH-500", "test", None, "problem", "unique_id"),
+        "gsm8k": ("openai/gsm8k", "test", "main", "question", None),
+    }
+    for name, columns in expected.items():
+        hub = BENCHMARKS[name].hub
+        assert (hub.path, hub.split, hub.config, hub.problem_field, hub.id_field) == columns, name
