@@ -251,6 +251,16 @@ class RolloutConfig:
             "setting (GEPO Table 2). 0 = on-policy sampling."
         ),
     )
+    old_logprobs: Literal["auto", "score"] = Field(
+        "auto",
+        description=(
+            "How log π_old is obtained. score: a separate forward pass of the sampling policy after "
+            "sampling. auto: where one optimizer step per rollout is taken by the policy that sampled "
+            "(1 epoch, 1 mini-batch, staleness 0, no dropout) and nothing reads π_old before the update "
+            "(no KL in the reward, no group-expectation ratio, no critic), π_old is the update's own "
+            "forward pass, detached: the same numbers without the extra pass; elsewhere as score."
+        ),
+    )
 
 
 @dataclass(frozen=True, config=_STRICT)

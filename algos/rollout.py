@@ -2,8 +2,10 @@
 
 Sampling rounds repeat under dynamic sampling until P informative groups are found or the round cap
 is hit (then the step trains on the informative groups found so far). Log-probabilities are those
-of the sampling policy π_old; the reference policy is scored only when KL is on, the critic only
-when there is one. Rows are laid out group by group (G consecutive rows answer one prompt).
+of the sampling policy π_old, scored after sampling unless the update's own forward pass gives
+them exactly (:func:`update_gives_old_logprobs`); the reference policy is scored only when KL is
+on, the critic only when there is one. Rows are laid out group by group (G consecutive rows answer
+one prompt).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ class RolloutBatch:
     correct: torch.Tensor
     truncated: torch.Tensor
     scores: torch.Tensor
-    old_logprobs: torch.Tensor
+    old_logprobs: torch.Tensor | None
+    """(B, T) log π_old; None when the update's forward pass provides it (:func:`update_gives_old_logprobs`)."""
     advantages: torch.Tensor
     returns: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
@@ -57,6 +60,35 @@ class _Sampled:
 
     def rows(self, index: torch.Tensor) -> _Sampled:
         return _Sampled(self.sequences.rows(index), self.correct[index], self.truncated[index], self.scores[index])
+
+
+def has_dropout(model: PreTrainedModel) -> bool:
+    """Whether a training-mode forward pass of ``model`` is random (a dropout module or probability above 0)."""
+    if any(isinstance(module, torch.nn.Dropout) and module.p > 0 for module in model.modules()):
+        return True
+    settings = model.config.to_dict()
+    return any(isinstance(value, float) and value > 0 for key, value in settings.items() if key.endswith("dropout"))
+
+
+def update_gives_old_logprobs(cfg: RLConfig, sampler: PreTrainedModel) -> bool:
+    """Whether log π_old equals the update's own log-probabilities, detached, so no scoring pass is needed.
+
+    True when ``rollout.old_logprobs`` is auto and the batch gets exactly one optimizer step, taken by
+    the policy that sampled it (1 epoch, 1 mini-batch, staleness 0): every micro-batch's forward pass
+    then runs the sampling weights. Nothing may read π_old before the update (KL in the reward, the
+    group-expectation ratio, a critic's pretraining), and the forward pass must be deterministic (no
+    dropout), since the update runs in training mode.
+    """
+    return (
+        cfg.rollout.old_logprobs == "auto"
+        and cfg.optim.epochs == 1
+        and cfg.optim.mini_batches == 1
+        and cfg.rollout.policy_staleness == 0
+        and not cfg.kl_in_reward
+        and cfg.policy_loss.ratio_level != "group_expectation"
+        and not cfg.critic.enabled
+        and not has_dropout(sampler)
+    )
 
 
 def _pad_cat(tensors: list[torch.Tensor], value: int, left: bool) -> torch.Tensor:
@@ -190,7 +222,11 @@ def _score_rollout(
         return RolloutBatch(
             batch.sequences, batch.correct, batch.truncated, batch.scores, empty, empty, metrics=metrics
         )
-    old_logprobs, _ = response_logprobs(sampler, batch.sequences, cfg.rollout.temperature)
+    old_logprobs = (
+        None
+        if update_gives_old_logprobs(cfg, sampler)
+        else response_logprobs(sampler, batch.sequences, cfg.rollout.temperature)[0]
+    )
     ref_logprobs = (
         response_logprobs(reference, batch.sequences, cfg.rollout.temperature)[0] if reference is not None else None
     )
@@ -207,7 +243,7 @@ def _score_rollout(
         correct=batch.correct,
         truncated=batch.truncated,
         scores=batch.scores,
-        old_logprobs=old_logprobs * mask,
+        old_logprobs=old_logprobs * mask if old_logprobs is not None else None,
         advantages=estimate.advantages,
         returns=estimate.returns,
         old_values=values,

@@ -95,11 +95,13 @@ def _loss_inputs(
         logprobs, entropy = response_logprobs(learner.policy, sequences, cfg.rollout.temperature, with_entropy=True)
         entropy = entropy if wants_entropy_grad else entropy.detach()
     optional = lambda t: t[rows] if t is not None else None  # noqa: E731
+    mask = sequences.response_mask.float()
     return LossInputs(
         logprobs=logprobs,
-        old_logprobs=batch.old_logprobs[rows],
+        # Without a scored π_old, this forward pass runs the sampling weights (see update_gives_old_logprobs).
+        old_logprobs=batch.old_logprobs[rows] if batch.old_logprobs is not None else logprobs.detach() * mask,
         advantages=batch.advantages[rows],
-        mask=sequences.response_mask.float(),
+        mask=mask,
         truncated=batch.truncated[rows],
         correct=batch.correct[rows],
         ref_logprobs=optional(batch.ref_logprobs),

@@ -70,3 +70,30 @@ def test_recomputed_logprobs_match_an_unpadded_forward(policy):
         logits = model(torch.cat([prompt, response]).unsqueeze(0)).logits[0, len(prompt) - 1 : -1] / 0.7
         alone = torch.log_softmax(logits.float(), -1).gather(-1, response.unsqueeze(-1)).squeeze(-1)
         torch.testing.assert_close(logprobs[row, : len(response)], alone, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.7, 1.0), (1.0, 0.8)])
+def test_samples_are_the_tokens_transformers_generate_draws_from_the_same_random_state(policy, temperature, top_p):
+    """Same logits, same distribution, same multinomial draws: the lean sampler reproduces ``generate`` token for token."""
+    model, tokenizer = policy
+    prompts = PROMPTS * 6  # 18 rows of three prompt lengths (left padding included)
+    ids, mask = encode_prompts(tokenizer, prompts, chat=False)
+    torch.manual_seed(11)
+    ours = generate(
+        model, ids, mask, 12, tokenizer.eos_token_id, tokenizer.pad_token_id, temperature=temperature, top_p=top_p
+    )
+    torch.manual_seed(11)
+    theirs = model.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        do_sample=True,
+        temperature=temperature,
+        top_p=top_p,
+        top_k=0,
+        max_new_tokens=12,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )[:, ids.shape[1] :]
+    assert theirs.shape == ours.response_ids.shape
+    assert torch.equal(theirs, ours.response_ids)
+    assert ours.truncated.any() and not ours.truncated.all()  # rows ended at different lengths

@@ -1,0 +1,298 @@
+"""Step time of the harness's GRPO beside TRL's ``GRPOTrainer`` at equal work, in one process.
+
+Both start from the same checkpoint and train on the same prompts (the built-in task's training
+split) with the same P prompts x G samples, generation budget, sampling (T, top-p, no top-k), one
+update per rollout, no KL term (so no reference model), the same optimiser settings and the same
+loss (GRPO's per-sequence token mean with group-std-scaled advantages). Each side runs
+``warmup + repeats`` steps and the timed steps are the last ``repeats``; a step is everything from
+sampling to the optimiser step. Printed per side: median step time with its spread, generation
+tokens/s, training tokens/s and mean completion length; then the ratio harness / TRL, and the peak
+resident memory of the process. The comparison is declared void when the mean completion lengths
+differ by more than ``--length-tolerance`` (equal work means equally long completions).
+
+``--model tiny-qwen2`` builds the reference setting: a randomly initialised Qwen2-architecture model
+of about 0.6 M parameters over the built-in tokenizer. TRL is optional (``pip install -e ".[peers]"``);
+without it only the harness is timed.
+
+Command line::
+
+    python -m algos.bench --model results/base_model [--prompts 16 --group 8 --max-new-tokens 40 --repeats 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from algos.presets import load_config
+from algos.run_files import read_metrics
+from algos.train import train
+
+TINY_QWEN2 = "tiny-qwen2"
+LEARNING_RATE = 1e-5
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What both sides do per step. ``prompts`` x ``group`` completions of up to ``max_new_tokens``."""
+
+    model: str
+    prompts: int = 16
+    group: int = 8
+    max_new_tokens: int = 40
+    temperature: float = 1.0
+    top_p: float = 1.0
+    warmup: int = 1
+    repeats: int = 6
+    seed: int = 0
+
+    @property
+    def steps(self) -> int:
+        return self.warmup + self.repeats
+
+
+@dataclass(frozen=True)
+class SideResult:
+    """One side's timed steps. step_seconds: per timed step; tokens: completion tokens per timed step."""
+
+    name: str
+    step_seconds: list[float]
+    generation_seconds: list[float]
+    completion_tokens: list[float]
+    mean_completion_length: float
+
+    @property
+    def median_step(self) -> float:
+        return statistics.median(self.step_seconds)
+
+    def summary(self) -> dict[str, float]:
+        tokens, steps = sum(self.completion_tokens), sum(self.step_seconds)
+        generation = sum(self.generation_seconds)
+        return {
+            "median_step_s": round(self.median_step, 4),
+            "min_step_s": round(min(self.step_seconds), 4),
+            "max_step_s": round(max(self.step_seconds), 4),
+            "generation_tokens_per_s": round(tokens / generation, 1) if generation else float("nan"),
+            "training_tokens_per_s": round(tokens / (steps - generation), 1) if steps > generation else float("nan"),
+            "mean_completion_length": round(self.mean_completion_length, 2),
+        }
+
+
+def build_tiny_qwen2(out: Path, seed: int = 0) -> Path:
+    """A randomly initialised Qwen2 model (about 0.6 M parameters) with the built-in tokenizer, saved to ``out``."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from eval.synthetic import ChainTask
+    from eval.tokenizer import build_tokenizer
+
+    tokenizer = build_tokenizer(ChainTask())
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=112,
+        intermediate_size=320,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    Qwen2ForCausalLM(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def harness_overrides(work: Workload) -> list[str]:
+    """The harness's GRPO preset set to the shared workload (no evaluation beyond a minimal final one)."""
+    return [
+        f"model.name_or_path={work.model}",
+        f"rollout.prompts_per_step={work.prompts}",
+        f"rollout.group_size={work.group}",
+        f"rollout.max_new_tokens={work.max_new_tokens}",
+        f"rollout.temperature={work.temperature}",
+        f"rollout.top_p={work.top_p}",
+        "kl.coef=0",
+        "policy_loss.aggregation=seq_mean_token_mean",
+        "advantage.std_scaling=group",
+        "optim.epochs=1",
+        "optim.mini_batches=1",
+        f"optim.lr={LEARNING_RATE}",
+        "optim.max_grad_norm=1.0",
+        f"run.steps={work.steps}",
+        "run.eval_every=0",
+        "run.eval_problems=1",
+        f"run.checkpoint_every={work.steps}",
+        "run.device=cpu",
+        "tracking.backend=none",
+        f"seed={work.seed}",
+    ]
+
+
+def run_harness(work: Workload) -> SideResult:
+    """``work.steps`` GRPO steps of :func:`algos.train.train`; the per-step timings come from its metrics."""
+    cfg = load_config("grpo", overrides=harness_overrides(work))
+    with tempfile.TemporaryDirectory(prefix="bench-harness-") as out:
+        train(cfg, out)
+        lines = [line for line in read_metrics(Path(out)) if line["step"] >= 1 and "perf/step_seconds" in line]
+    timed = lines[work.warmup :]
+    tokens = [line["rollout/response_length_mean"] * work.prompts * work.group for line in timed]
+    return SideResult(
+        "harness",
+        [line["perf/step_seconds"] for line in timed],
+        [line["perf/gen_seconds"] for line in timed],
+        tokens,
+        statistics.mean(line["rollout/response_length_mean"] for line in timed),
+    )
+
+
+def run_trl(work: Workload) -> SideResult:
+    """``work.steps`` steps of TRL's ``GRPOTrainer`` on the same workload, timed by a trainer callback."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from eval.synthetic import ChainTask, grade
+
+    problems = ChainTask().problems("train", work.prompts * work.steps, seed=work.seed)
+    dataset = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in problems])
+
+    def correctness(prompts, completions, answer, **_):
+        return [1.0 if grade(text, reference) else 0.0 for text, reference in zip(completions, answer, strict=True)]
+
+    class StepClock(TrainerCallback):
+        def __init__(self):
+            self.started, self.seconds, self.generation, self.lengths = 0.0, [], [], []
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.started = time.perf_counter()
+            self.generation.append(0.0)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.seconds.append(time.perf_counter() - self.started)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "completions/mean_length" in logs:
+                self.lengths.append(logs["completions/mean_length"])
+
+    clock = StepClock()
+
+    class TimedGRPOTrainer(GRPOTrainer):
+        """TRL's trainer, unchanged, with its generation call timed."""
+
+        def _generate_single_turn(self, *args, **kwargs):
+            started = time.perf_counter()
+            result = super()._generate_single_turn(*args, **kwargs)
+            clock.generation[-1] += time.perf_counter() - started
+            return result
+
+    tokenizer = AutoTokenizer.from_pretrained(work.model, padding_side="left")
+    with tempfile.TemporaryDirectory(prefix="bench-trl-") as out:
+        args = GRPOConfig(
+            output_dir=out,
+            per_device_train_batch_size=work.prompts * work.group,
+            num_generations=work.group,
+            steps_per_generation=1,
+            num_iterations=1,
+            max_completion_length=work.max_new_tokens,
+            temperature=work.temperature,
+            top_p=work.top_p,
+            top_k=0,
+            beta=0.0,
+            loss_type="grpo",
+            scale_rewards="group",
+            learning_rate=LEARNING_RATE,
+            lr_scheduler_type="constant",
+            max_grad_norm=1.0,
+            max_steps=work.steps,
+            logging_steps=1,
+            save_strategy="no",
+            report_to="none",
+            use_cpu=True,
+            seed=work.seed,
+            disable_tqdm=True,
+        )
+        trainer = TimedGRPOTrainer(
+            model=AutoModelForCausalLM.from_pretrained(work.model),
+            reward_funcs=correctness,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            callbacks=[clock],
+        )
+        trainer.remove_callback(PrinterCallback)  # the report is the output, not TRL's per-step log lines
+        trainer.train()
+    lengths = clock.lengths[work.warmup :]
+    return SideResult(
+        "trl",
+        clock.seconds[work.warmup :],
+        clock.generation[work.warmup :],
+        [length * work.prompts * work.group for length in lengths],
+        statistics.mean(lengths),
+    )
+
+
+def compare(harness: SideResult, trl: SideResult | None, length_tolerance: float) -> dict:
+    """Both sides' summaries, the step-time ratio and whether the comparison holds (equal completion lengths)."""
+    report = {"harness": harness.summary()}
+    if trl is None:
+        return report
+    report["trl"] = trl.summary()
+    gap = abs(harness.mean_completion_length - trl.mean_completion_length) / trl.mean_completion_length
+    report["completion_length_gap"] = round(gap, 3)
+    report["comparable"] = gap <= length_tolerance
+    report["ratio_harness_over_trl"] = round(harness.median_step / trl.median_step, 3)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m algos.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="results/base_model", help=f"model directory, hub id or '{TINY_QWEN2}'")
+    parser.add_argument("--prompts", type=int, default=16, help="prompts per step (P)")
+    parser.add_argument("--group", type=int, default=8, help="samples per prompt (G)")
+    parser.add_argument("--max-new-tokens", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=6, help="timed steps per side (the median is reported)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps per side before the timed ones")
+    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
+    parser.add_argument("--length-tolerance", type=float, default=0.1, help="largest relative completion-length gap")
+    parser.add_argument("--no-trl", action="store_true", help="time the harness only")
+    parser.add_argument("--json", type=Path, help="also write the report here")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory(prefix="bench-model-") as scratch:
+        model = str(build_tiny_qwen2(Path(scratch))) if args.model == TINY_QWEN2 else args.model
+        work = Workload(model, args.prompts, args.group, args.max_new_tokens, warmup=args.warmup, repeats=args.repeats)
+        harness = run_harness(work)
+        trl = None
+        if not args.no_trl:
+            try:
+                trl = run_trl(work)
+            except ImportError as error:
+                print(f"TRL is not installed ({error}); timing the harness only", file=sys.stderr)
+    report = {
+        "workload": {**asdict(work), "model": args.model, "threads": args.threads},
+        **compare(harness, trl, args.length_tolerance),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    if trl is not None and not report["comparable"]:
+        print("the comparison is void: completion lengths differ, so the work is not equal", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
