@@ -3,7 +3,9 @@
 Prompts are left-padded so every row's next token is written at the same column; position ids
 count real tokens only (``cumsum(mask) - 1``), so a padded prompt is encoded exactly as it would be
 alone. Sampling draws from an explicit ``torch.Generator``: the same generator state gives the same
-responses.
+responses, and the same tokens as ``transformers``' ``generate`` from the same random state. A
+prompt repeated in the batch (the G samples of a group) is encoded once and its cache entries are
+copied to every row that holds it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,42 @@ def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
     return (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
 
 
+def distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows to encode and where each row's prompt is among them.
+
+    prompt_ids, prompt_mask: (N, T_prompt). Returns ``first`` (U,), the first row holding each of the U
+    distinct prompts, and ``inverse`` (N,), the index into ``first`` of every row's prompt, so that
+    ``prompt_ids[first][inverse]`` equals ``prompt_ids``.
+    """
+    keys = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], dim=-1)  # (N, 2 T_prompt)
+    _, inverse = torch.unique(keys, dim=0, return_inverse=True)
+    rows = torch.arange(len(inverse), device=inverse.device)
+    first = torch.full((int(inverse.max()) + 1,), len(inverse), device=inverse.device)
+    return first.scatter_reduce(0, inverse, rows, reduce="amin"), inverse
+
+
+def encode_prompts_once(
+    model: PreTrainedModel, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, cache: DynamicCache
+) -> torch.Tensor:
+    """Run the prompts through ``model`` into ``cache``, each distinct prompt once; the last position's logits.
+
+    prompt_ids, prompt_mask: (N, T_prompt), left-padded. Afterwards ``cache`` holds N rows, one per
+    prompt row, as if all N had been encoded. Returns logits (N, V) predicting the first response
+    token; gradients flow through both the logits and the cache.
+    """
+    first, inverse = distinct_prompts(prompt_ids, prompt_mask)
+    mask = prompt_mask[first].long()
+    output = model(
+        input_ids=prompt_ids[first],
+        attention_mask=mask,
+        position_ids=position_ids(mask),
+        past_key_values=cache,
+        logits_to_keep=1,
+    )
+    cache.batch_select_indices(inverse)
+    return output.logits[:, -1][inverse]
+
+
 def sample_tokens(
     logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator | None
 ) -> torch.Tensor:
@@ -67,20 +105,23 @@ def generate(
 ) -> Generation:
     """Sample (or greedily decode) up to ``max_new_tokens`` per prompt, stopping rows at their end token.
 
-    prompt_ids, prompt_mask: (N, T_prompt), left-padded.
+    prompt_ids, prompt_mask: (N, T_prompt), left-padded. Rows that have ended leave the batch once
+    they are a quarter of it, so the forward passes shrink with the live rows. Every step still draws
+    one token for each of the N rows (an ended row's draw is replaced by the pad id), so the random
+    stream, and with it every live row's tokens, is the same as when all N rows are run to the end.
     """
     rows = prompt_ids.shape[0]
+    device = prompt_ids.device
     cache = DynamicCache(config=model.config)
-    attention = prompt_mask.long()
-    positions = position_ids(attention)
-    output = model(
-        input_ids=prompt_ids, attention_mask=attention, position_ids=positions, past_key_values=cache, logits_to_keep=1
-    )
-    next_position = positions[:, -1:] + 1  # (N, 1)
-    finished = torch.zeros(rows, dtype=torch.bool, device=prompt_ids.device)
+    attention = prompt_mask.long()  # (A, T_prompt + step) for the A rows in the batch
+    in_batch = torch.arange(rows, device=device)  # (A,) their row numbers
+    batch_logits = encode_prompts_once(model, prompt_ids, attention, cache)  # (A, V)
+    logits = torch.zeros_like(batch_logits)  # (N, V); rows out of the batch keep their last logits
+    next_position = position_ids(attention)[:, -1:] + 1  # (A, 1)
+    finished = torch.zeros(rows, dtype=torch.bool, device=device)
     tokens, alive = [], []
     for step in range(max_new_tokens):
-        logits = output.logits[:, -1]  # (N, V)
+        logits[in_batch] = batch_logits
         token = logits.argmax(dim=-1) if greedy else sample_tokens(logits, temperature, top_p, generator)
         token = token.masked_fill(finished, pad_token_id)
         tokens.append(token)
@@ -88,10 +129,18 @@ def generate(
         finished = finished | (token == eos_token_id)
         if finished.all() or step == max_new_tokens - 1:
             break
-        attention = torch.cat([attention, alive[-1].long().unsqueeze(-1)], dim=-1)
-        output = model(
-            input_ids=token.unsqueeze(-1), attention_mask=attention, position_ids=next_position, past_key_values=cache
-        )
+        ended = finished[in_batch]  # (A,)
+        if 4 * int(ended.sum()) >= len(in_batch):
+            keep = (~ended).nonzero().squeeze(-1)
+            cache.batch_select_indices(keep)
+            attention, next_position, in_batch = attention[keep], next_position[keep], in_batch[keep]
+        attention = torch.cat([attention, (~finished[in_batch]).long().unsqueeze(-1)], dim=-1)
+        batch_logits = model(
+            input_ids=token[in_batch].unsqueeze(-1),
+            attention_mask=attention,
+            position_ids=next_position,
+            past_key_values=cache,
+        ).logits[:, -1]
         next_position = next_position + 1
     return Generation(
         response_ids=torch.stack(tokens, dim=-1),

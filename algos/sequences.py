@@ -4,6 +4,11 @@ A batch joins left-padded prompts (B, T_prompt) and right-padded responses (B, T
 (B, T_prompt + T) sequence. Position ids count real tokens only, exactly as during generation, so
 the log-probabilities recomputed here equal the sampling distribution's. The distribution of
 response token t is read at column T_prompt - 1 + t.
+
+The policy's forward pass encodes each distinct prompt once (the G responses of a group share
+theirs) and runs the responses on copies of its cache: the same logits as the joined pass up to
+float rounding, with the prompt's cost paid once per group instead of G times, in the backward pass
+too.
 """
 
 from __future__ import annotations
@@ -11,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from transformers import PreTrainedModel
+from transformers import DynamicCache, PreTrainedModel
 
-from algos.generation import position_ids
+from algos.generation import encode_prompts_once, position_ids
 from algos.logprobs import entropy_from_logits, token_logprobs
 
 
@@ -47,17 +52,42 @@ class SequenceBatch:
         return int(self.prompt_mask.sum() + self.response_mask.sum())
 
 
+def response_logits(model: PreTrainedModel, batch: SequenceBatch, share_prompts: bool = True) -> torch.Tensor:
+    """Logits of the distribution of each response token, (B, T, V).
+
+    share_prompts: encode each distinct prompt once and continue every row from its cache (the
+    default); False runs the joined (B, T_prompt + T) sequences in one pass.
+    """
+    response_length = batch.response_ids.shape[1]
+    inputs = batch.model_inputs()
+    if not share_prompts:
+        return model(**inputs, logits_to_keep=response_length + 1).logits[:, :-1]
+    cache = DynamicCache(config=model.config)
+    first = encode_prompts_once(model, batch.prompt_ids, batch.prompt_mask, cache).unsqueeze(1)  # (B, 1, V)
+    if response_length == 1:
+        return first
+    rest = model(  # the last response token predicts nothing that is scored
+        input_ids=batch.response_ids[:, :-1],
+        attention_mask=inputs["attention_mask"][:, :-1],
+        position_ids=inputs["position_ids"][:, -response_length:-1],
+        past_key_values=cache,
+    ).logits  # (B, T - 1, V)
+    return torch.cat([first, rest], dim=1)
+
+
 def response_logprobs(
-    model: PreTrainedModel, batch: SequenceBatch, temperature: float, with_entropy: bool = False
+    model: PreTrainedModel,
+    batch: SequenceBatch,
+    temperature: float,
+    with_entropy: bool = False,
+    share_prompts: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log π(o_t | q, o_<t) of each response token, (B, T), and optionally the entropy per token.
 
     Logits are divided by the sampling temperature, so π is the distribution responses were drawn
-    from (verl's convention; TRL does the same).
+    from (verl's convention; TRL does the same). share_prompts: see :func:`response_logits`.
     """
-    response_length = batch.response_ids.shape[1]
-    logits = model(**batch.model_inputs(), logits_to_keep=response_length + 1).logits[:, :-1]  # (B, T, V)
-    logits = logits / temperature
+    logits = response_logits(model, batch, share_prompts) / temperature  # (B, T, V)
     entropy = entropy_from_logits(logits) if with_entropy else None
     return token_logprobs(logits, batch.response_ids), entropy
 

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from algos.config import ModelConfig
-from algos.generation import generate, position_ids, sample_tokens
+from algos.generation import distinct_prompts, generate, position_ids, sample_tokens
 from algos.models import encode_prompts, load_policy, load_tokenizer
 from algos.sequences import SequenceBatch, response_logprobs
 
@@ -97,3 +97,52 @@ def test_samples_are_the_tokens_transformers_generate_draws_from_the_same_random
     assert theirs.shape == ours.response_ids.shape
     assert torch.equal(theirs, ours.response_ids)
     assert ours.truncated.any() and not ours.truncated.all()  # rows ended at different lengths
+    assert (ours.lengths < 11).sum() >= len(prompts) / 4  # enough ended early for the batch to shrink
+
+
+def test_distinct_prompts_index_every_row():
+    ids = torch.tensor([[0, 5, 6], [1, 2, 3], [0, 5, 6], [1, 2, 3], [0, 5, 7]])
+    mask = torch.tensor([[0, 1, 1], [1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 1, 1]])
+    first, inverse = distinct_prompts(ids, mask)
+    assert len(first) == 3 and torch.equal(ids[first][inverse], ids) and torch.equal(mask[first][inverse], mask)
+    assert sorted(first.tolist()) == [0, 1, 4]  # the first row holding each prompt
+    padded_differently = distinct_prompts(torch.tensor([[0, 5], [0, 5]]), torch.tensor([[0, 1], [1, 1]]))[0]
+    assert len(padded_differently) == 2  # the same ids under another mask are another prompt
+
+
+def test_sharing_each_prompt_gives_the_joined_passs_logprobs_entropies_and_gradients(policy):
+    model, tokenizer = policy
+    prompts = [prompt for prompt in PROMPTS for _ in range(4)]  # groups of 4 rows with one prompt each
+    ids, mask, result = _generate(model, tokenizer, prompts, generator=torch.Generator().manual_seed(2))
+    batch = SequenceBatch(ids, mask, result.response_ids, result.response_mask)
+    weights = result.response_mask.float()
+    outputs = []
+    for share in (True, False):
+        model.zero_grad()
+        logprobs, entropy = response_logprobs(model, batch, 0.7, with_entropy=True, share_prompts=share)
+        ((logprobs + 0.1 * entropy) * weights).sum().backward()
+        outputs.append((logprobs * weights, entropy * weights, [p.grad.clone() for p in model.parameters()]))
+    (shared, shared_entropy, shared_grads), (joined, joined_entropy, joined_grads) = outputs
+    torch.testing.assert_close(shared, joined, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(shared_entropy, joined_entropy, atol=1e-5, rtol=1e-5)
+    for mine, theirs in zip(shared_grads, joined_grads, strict=True):
+        torch.testing.assert_close(mine, theirs, atol=1e-5, rtol=1e-4)
+    one_token = SequenceBatch(ids, mask, result.response_ids[:, :1], result.response_mask[:, :1])
+    torch.testing.assert_close(
+        response_logprobs(model, one_token, 1.0)[0], response_logprobs(model, one_token, 1.0, share_prompts=False)[0]
+    )
+
+
+def test_greedy_tokens_are_transformers_greedy_tokens(policy):
+    model, tokenizer = policy
+    ids, mask = encode_prompts(tokenizer, PROMPTS * 6, chat=False)
+    ours = generate(model, ids, mask, 12, tokenizer.eos_token_id, tokenizer.pad_token_id, greedy=True)
+    theirs = model.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        do_sample=False,
+        max_new_tokens=12,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )[:, ids.shape[1] :]
+    assert torch.equal(theirs, ours.response_ids)
