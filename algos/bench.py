@@ -1,7 +1,7 @@
 """Step time of the harness's GRPO beside TRL's ``GRPOTrainer`` at equal work, in one process.
 
-Both start from the same checkpoint and train on the same prompts (the built-in task's training
-split) with the same P prompts x G samples, generation budget, sampling (T, top-p, no top-k), one
+Both start from the same checkpoint and draw their prompts from the same pool (steps x P problems of
+the built-in task's training split) with the same P prompts x G samples, generation budget, sampling (T, top-p, no top-k), one
 update per rollout, no KL term (so no reference model), the same optimiser settings and the same
 loss (GRPO's per-sequence token mean with group-std-scaled advantages). Each side runs
 ``warmup + repeats`` steps and the timed steps are the last ``repeats``; a step is everything from
@@ -9,6 +9,10 @@ sampling to the optimiser step. Printed per side: median step time with its spre
 tokens/s, training tokens/s and mean completion length; then the ratio harness / TRL, and the peak
 resident memory of the process. The comparison is declared void when the mean completion lengths
 differ by more than ``--length-tolerance`` (equal work means equally long completions).
+
+``--scaling DIR`` times the harness alone as G doubles (4..32) and as the generation budget doubles
+(20..160), and writes ``scaling.json`` and ``scaling.png`` there: step time should grow about
+linearly with G, and with the tokens actually generated (a budget only costs what is sampled).
 
 ``--model tiny-qwen2`` builds the reference setting: a randomly initialised Qwen2-architecture model
 of about 0.6 M parameters over the built-in tokenizer. TRL is optional (``pip install -e ".[peers]"``);
@@ -36,6 +40,8 @@ import torch
 from algos.presets import load_config
 from algos.run_files import read_metrics
 from algos.train import train
+from eval.records import Problem
+from eval.synthetic import ChainTask, grade
 
 TINY_QWEN2 = "tiny-qwen2"
 LEARNING_RATE = 1e-5
@@ -91,7 +97,6 @@ def build_tiny_qwen2(out: Path, seed: int = 0) -> Path:
     """A randomly initialised Qwen2 model (about 0.6 M parameters) with the built-in tokenizer, saved to ``out``."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from eval.synthetic import ChainTask
     from eval.tokenizer import build_tokenizer
 
     tokenizer = build_tokenizer(ChainTask())
@@ -132,7 +137,6 @@ def harness_overrides(work: Workload) -> list[str]:
         "optim.max_grad_norm=1.0",
         f"run.steps={work.steps}",
         "run.eval_every=0",
-        "run.eval_problems=1",
         f"run.checkpoint_every={work.steps}",
         "run.device=cpu",
         "tracking.backend=none",
@@ -140,11 +144,16 @@ def harness_overrides(work: Workload) -> list[str]:
     ]
 
 
+def training_problems(work: Workload) -> list[Problem]:
+    """The prompts both sides draw from: ``steps x P`` distinct problems of the built-in task's training split."""
+    return ChainTask().problems("train", work.prompts * work.steps, seed=work.seed)
+
+
 def run_harness(work: Workload) -> SideResult:
     """``work.steps`` GRPO steps of :func:`algos.train.train`; the per-step timings come from its metrics."""
     cfg = load_config("grpo", overrides=harness_overrides(work))
     with tempfile.TemporaryDirectory(prefix="bench-harness-") as out:
-        train(cfg, out)
+        train(cfg, out, problems=training_problems(work), eval_problems={}, verifier=grade)
         lines = [line for line in read_metrics(Path(out)) if line["step"] >= 1 and "perf/step_seconds" in line]
     timed = lines[work.warmup :]
     tokens = [line["rollout/response_length_mean"] * work.prompts * work.group for line in timed]
@@ -159,14 +168,12 @@ def run_harness(work: Workload) -> SideResult:
 
 def run_trl(work: Workload) -> SideResult:
     """``work.steps`` steps of TRL's ``GRPOTrainer`` on the same workload, timed by a trainer callback."""
+    from accelerate.state import AcceleratorState
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from eval.synthetic import ChainTask, grade
-
-    problems = ChainTask().problems("train", work.prompts * work.steps, seed=work.seed)
-    dataset = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in problems])
+    dataset = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in training_problems(work)])
 
     def correctness(prompts, completions, answer, **_):
         return [1.0 if grade(text, reference) else 0.0 for text, reference in zip(completions, answer, strict=True)]
@@ -232,7 +239,10 @@ def run_trl(work: Workload) -> SideResult:
             callbacks=[clock],
         )
         trainer.remove_callback(PrinterCallback)  # the report is the output, not TRL's per-step log lines
-        trainer.train()
+        try:
+            trainer.train()
+        finally:
+            AcceleratorState._reset_state(reset_partial_state=True)  # TRL's settings must not outlive its run
     lengths = clock.lengths[work.warmup :]
     return SideResult(
         "trl",
@@ -256,6 +266,63 @@ def compare(harness: SideResult, trl: SideResult | None, length_tolerance: float
     return report
 
 
+GROUP_SIZES = (4, 8, 16, 32)
+BUDGETS = (20, 40, 80, 160)
+
+
+def scaling(work: Workload, out: Path) -> dict[str, list[dict[str, float]]]:
+    """Harness step time over ``GROUP_SIZES`` (budget fixed) and ``BUDGETS`` (G fixed); JSON and PNG in ``out``."""
+    from dataclasses import replace
+
+    def point(variant: Workload) -> dict[str, float]:
+        result = run_harness(variant)
+        return {
+            "group": variant.group,
+            "max_new_tokens": variant.max_new_tokens,
+            "median_step_s": round(result.median_step, 4),
+            "mean_completion_length": round(result.mean_completion_length, 2),
+        }
+
+    curves = {
+        "group": [point(replace(work, group=group)) for group in GROUP_SIZES],
+        "budget": [point(replace(work, max_new_tokens=budget)) for budget in BUDGETS],
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scaling.json").write_text(json.dumps(curves, indent=2) + "\n")
+    (out / "scaling.png").write_bytes(_scaling_figure(curves, work))
+    return curves
+
+
+def _scaling_figure(curves: dict[str, list[dict[str, float]]], work: Workload) -> bytes:
+    import io
+
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(10, 3.8), dpi=100, layout="tight")
+    by_group, by_budget = figure.subplots(1, 2)
+    groups = [p["group"] for p in curves["group"]]
+    steps = [p["median_step_s"] for p in curves["group"]]
+    by_group.plot(groups, steps, marker="o", label="measured")
+    by_group.plot(groups, [steps[0] * g / groups[0] for g in groups], linestyle="--", label="linear from G = 4")
+    by_group.set(xscale="log", xlabel="G (samples per prompt)", ylabel="median step time (s)")
+    by_group.set_xticks(groups, [str(g) for g in groups])
+    by_group.set_title(f"P = {work.prompts}, budget {work.max_new_tokens} tokens")
+    budgets = [p["max_new_tokens"] for p in curves["budget"]]
+    by_budget.plot(budgets, [p["median_step_s"] for p in curves["budget"]], marker="o", label="step time")
+    by_budget.set(xscale="log", xlabel="generation budget (tokens)", ylabel="median step time (s)")
+    by_budget.set_xticks(budgets, [str(b) for b in budgets])
+    by_budget.set_title(f"P = {work.prompts}, G = {work.group}")
+    lengths = by_budget.twinx()
+    lengths.plot(budgets, [p["mean_completion_length"] for p in curves["budget"]], color="gray", linestyle=":")
+    lengths.set_ylabel("mean completion length (tokens, dotted)")
+    for axes in (by_group, by_budget):
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize="small", loc="upper left")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m algos.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="results/base_model", help=f"model directory, hub id or '{TINY_QWEN2}'")
@@ -268,11 +335,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--length-tolerance", type=float, default=0.1, help="largest relative completion-length gap")
     parser.add_argument("--no-trl", action="store_true", help="time the harness only")
     parser.add_argument("--json", type=Path, help="also write the report here")
+    parser.add_argument("--scaling", type=Path, metavar="DIR", help="time the harness over G and budgets instead")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="bench-model-") as scratch:
         model = str(build_tiny_qwen2(Path(scratch))) if args.model == TINY_QWEN2 else args.model
         work = Workload(model, args.prompts, args.group, args.max_new_tokens, warmup=args.warmup, repeats=args.repeats)
+        if args.scaling:
+            print(json.dumps(scaling(work, args.scaling), indent=2))
+            return 0
         harness = run_harness(work)
         trl = None
         if not args.no_trl:

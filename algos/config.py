@@ -285,6 +285,14 @@ class OptimConfig:
             "mini-batch. Losses are normalised by the whole mini-batch, never per micro-batch."
         ),
     )
+    length_buckets: PositiveInt = Field(
+        2,
+        description=(
+            "Without micro_batch_size: forward/backward passes per mini-batch, over rows sorted by "
+            "response length. Each pass is trimmed to its longest response, so short responses stop "
+            "paying for long ones' padding; the gradient is the same as one pass (1 = one pass)."
+        ),
+    )
 
 
 @dataclass(frozen=True, config=_STRICT)

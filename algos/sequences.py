@@ -37,6 +37,12 @@ class SequenceBatch:
             *(t[index] for t in (self.prompt_ids, self.prompt_mask, self.response_ids, self.response_mask))
         )
 
+    def trimmed(self, width: int) -> SequenceBatch:
+        """The batch with responses cut to their first ``width`` columns (the longest response, when all padding)."""
+        return SequenceBatch(
+            self.prompt_ids, self.prompt_mask, self.response_ids[:, :width], self.response_mask[:, :width]
+        )
+
     def model_inputs(self) -> dict[str, torch.Tensor]:
         """input_ids, attention_mask and position_ids of the joined (B, T_prompt + T) sequences."""
         attention = torch.cat([self.prompt_mask, self.response_mask], dim=-1).long()

@@ -41,9 +41,12 @@ class Learner:
     critic_optimizer: torch.optim.Optimizer | None = None
 
 
-def _micro_batches(cfg: RLConfig, rows: torch.Tensor) -> list[torch.Tensor]:
-    size = cfg.optim.micro_batch_size or rows.numel()
-    return list(rows.split(size))
+def _micro_batches(cfg: RLConfig, rows: torch.Tensor, lengths: torch.Tensor) -> list[torch.Tensor]:
+    """The mini-batch ``rows`` in passes of similar response lengths (``lengths``: (B,) of the whole batch)."""
+    ordered = rows[lengths[rows].argsort(stable=True)]
+    if cfg.optim.micro_batch_size:
+        return list(ordered.split(cfg.optim.micro_batch_size))
+    return [part for part in ordered.tensor_split(cfg.optim.length_buckets) if part.numel()]
 
 
 def _merge_micro(metrics: list[tuple[dict[str, float], float]]) -> dict[str, float]:
@@ -87,29 +90,30 @@ def _optimizer_step(
 def _loss_inputs(
     cfg: RLConfig, batch: RolloutBatch, rows: torch.Tensor, learner: Learner, critic_only: bool
 ) -> LossInputs:
-    sequences = batch.sequences.rows(rows)
+    width = int(batch.sequences.response_mask[rows].sum(dim=-1).max())  # this pass's longest response
+    sequences = batch.sequences.rows(rows).trimmed(width)
     wants_entropy_grad = cfg.policy_loss.entropy_coef > 0
     if critic_only:
-        logprobs, entropy = batch.old_logprobs[rows], None
+        logprobs, entropy = batch.old_logprobs[rows, :width], None
     else:
         logprobs, entropy = response_logprobs(learner.policy, sequences, cfg.rollout.temperature, with_entropy=True)
         entropy = entropy if wants_entropy_grad else entropy.detach()
-    optional = lambda t: t[rows] if t is not None else None  # noqa: E731
+    per_token = lambda t: t[rows, :width] if t is not None else None  # noqa: E731
     mask = sequences.response_mask.float()
     return LossInputs(
         logprobs=logprobs,
         # Without a scored π_old, this forward pass runs the sampling weights (see update_gives_old_logprobs).
-        old_logprobs=batch.old_logprobs[rows] if batch.old_logprobs is not None else logprobs.detach() * mask,
-        advantages=batch.advantages[rows],
+        old_logprobs=per_token(batch.old_logprobs) if batch.old_logprobs is not None else logprobs.detach() * mask,
+        advantages=per_token(batch.advantages),
         mask=mask,
         truncated=batch.truncated[rows],
         correct=batch.correct[rows],
-        ref_logprobs=optional(batch.ref_logprobs),
+        ref_logprobs=per_token(batch.ref_logprobs),
         entropy=entropy,
-        group_expectation=optional(batch.group_expectation),
+        group_expectation=batch.group_expectation[rows] if batch.group_expectation is not None else None,
         values=response_values(learner.critic, sequences) if learner.critic is not None else None,
-        old_values=optional(batch.old_values),
-        returns=optional(batch.returns),
+        old_values=per_token(batch.old_values),
+        returns=per_token(batch.returns),
     )
 
 
@@ -133,6 +137,7 @@ def update(
     if learner.critic is not None:
         learner.critic.train()
     updates: list[dict[str, float]] = []
+    lengths = batch.sequences.response_mask.sum(dim=-1)  # (B,)
     for epoch in range(cfg.optim.epochs):
         generator = torch.Generator().manual_seed(derive_seed(step_seed, "epoch", epoch))
         order = torch.randperm(batch.size, generator=generator).to(batch.correct.device)
@@ -141,7 +146,7 @@ def update(
                 cfg, batch.sequences.response_mask[rows].float(), batch.truncated[rows], batch.correct[rows]
             )
             micro_metrics, finite = [], True
-            for micro in _micro_batches(cfg, rows):
+            for micro in _micro_batches(cfg, rows, lengths):
                 with accelerator.autocast():
                     output = compose_loss(cfg, _loss_inputs(cfg, batch, micro, learner, critic_only), denominators)
                 finite = finite and bool(torch.isfinite(output.total))

@@ -1,0 +1,39 @@
+"""The benchmark command: equal-work bookkeeping by hand, and one real (tiny) run beside TRL."""
+
+import json
+
+import pytest
+
+from algos.bench import SideResult, compare, main
+from tests.peers import import_peer
+
+
+def side(name, steps, generation, length):
+    return SideResult(name, steps, generation, [length * 4] * len(steps), length)
+
+
+def test_the_comparison_reports_the_median_ratio_and_voids_unequal_work():
+    harness = side("harness", [0.2, 0.4, 0.3], [0.1, 0.1, 0.1], 10.0)
+    trl = side("trl", [0.9, 0.6, 0.8], [0.3, 0.3, 0.3], 10.5)
+    report = compare(harness, trl, length_tolerance=0.1)
+    assert report["ratio_harness_over_trl"] == pytest.approx(0.3 / 0.8, abs=1e-3)
+    assert report["comparable"] and report["completion_length_gap"] == pytest.approx(0.5 / 10.5, abs=1e-3)
+    assert report["harness"]["generation_tokens_per_s"] == pytest.approx(120 / 0.3, abs=0.1)
+    assert report["harness"]["training_tokens_per_s"] == pytest.approx(120 / 0.6, abs=0.1)
+    assert not compare(harness, side("trl", [0.8], [0.3], 13.0), length_tolerance=0.1)["comparable"]
+    assert set(compare(harness, None, 0.1)) == {"harness"}
+
+
+def test_a_tiny_run_times_both_sides_on_the_same_workload(tiny_base, tmp_path):
+    import_peer("trl")
+    out = tmp_path / "report.json"
+    args = ["--model", str(tiny_base), "--prompts", "2", "--group", "2", "--max-new-tokens", "8", "--repeats", "2"]
+    code = main([*args, "--threads", "1", "--length-tolerance", "10", "--json", str(out)])
+    report = json.loads(out.read_text())
+    assert code == 0 and report["comparable"]
+    for name in ("harness", "trl"):
+        assert 0 < report[name]["min_step_s"] <= report[name]["median_step_s"] <= report[name]["max_step_s"]
+        assert 0 < report[name]["mean_completion_length"] <= 8
+    ratio = report["harness"]["median_step_s"] / report["trl"]["median_step_s"]
+    assert report["ratio_harness_over_trl"] == pytest.approx(ratio, abs=2e-3)
+    assert report["workload"]["repeats"] == 2 and report["peak_rss_mb"] > 0
