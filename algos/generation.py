@@ -114,6 +114,7 @@ def generate(
     device = prompt_ids.device
     cache = DynamicCache(config=model.config)
     attention = prompt_mask.long()  # (A, T_prompt + step) for the A rows in the batch
+    unpadded = bool(attention.all())
     in_batch = torch.arange(rows, device=device)  # (A,) their row numbers
     batch_logits = encode_prompts_once(model, prompt_ids, attention, cache)  # (A, V)
     logits = torch.zeros_like(batch_logits)  # (N, V); rows out of the batch keep their last logits
@@ -134,10 +135,12 @@ def generate(
             keep = (~ended).nonzero().squeeze(-1)
             cache.batch_select_indices(keep)
             attention, next_position, in_batch = attention[keep], next_position[keep], in_batch[keep]
-        attention = torch.cat([attention, (~finished[in_batch]).long().unsqueeze(-1)], dim=-1)
+        # An ended row's own later positions stay visible to it, as in transformers: they feed only that
+        # row's discarded draws, and an all-ones mask lets attention run without one.
+        attention = torch.cat([attention, attention.new_ones(len(in_batch), 1)], dim=-1)
         batch_logits = model(
             input_ids=token[in_batch].unsqueeze(-1),
-            attention_mask=attention,
+            attention_mask=None if unpadded else attention,
             position_ids=next_position,
             past_key_values=cache,
         ).logits[:, -1]

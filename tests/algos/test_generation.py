@@ -72,12 +72,20 @@ def test_recomputed_logprobs_match_an_unpadded_forward(policy):
         torch.testing.assert_close(logprobs[row, : len(response)], alone, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.7, 1.0), (1.0, 0.8)])
-def test_samples_are_the_tokens_transformers_generate_draws_from_the_same_random_state(policy, temperature, top_p):
+EQUAL_WIDTH = ["1 + 2 =", "3 * 4 =", "7 - 8 ="]  # no padding: attention runs without a mask
+
+
+@pytest.mark.parametrize(
+    ("temperature", "top_p", "prompts"),
+    [(1.0, 1.0, PROMPTS * 6), (0.7, 1.0, PROMPTS * 6), (1.0, 0.8, PROMPTS * 6), (1.0, 1.0, EQUAL_WIDTH * 6)],
+)
+def test_samples_are_the_tokens_transformers_generate_draws_from_the_same_random_state(
+    policy, temperature, top_p, prompts
+):
     """Same logits, same distribution, same multinomial draws: the lean sampler reproduces ``generate`` token for token."""
     model, tokenizer = policy
-    prompts = PROMPTS * 6  # 18 rows of three prompt lengths (left padding included)
-    ids, mask = encode_prompts(tokenizer, prompts, chat=False)
+    ids, mask = encode_prompts(tokenizer, prompts, chat=False)  # 18 rows, groups of one prompt
+    assert bool(mask.all()) == (set(prompts) == set(EQUAL_WIDTH))
     torch.manual_seed(11)
     ours = generate(
         model, ids, mask, 12, tokenizer.eos_token_id, tokenizer.pad_token_id, temperature=temperature, top_p=top_p
