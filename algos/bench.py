@@ -15,7 +15,7 @@ differ by more than ``--length-tolerance`` (equal work means equally long comple
 linearly with G, and with the tokens actually generated (a budget only costs what is sampled).
 
 ``--model tiny-qwen2`` builds the reference setting: a randomly initialised Qwen2-architecture model
-of about 0.6 M parameters over the built-in tokenizer. TRL is optional (``pip install -e ".[peers]"``);
+of about 0.6 M parameters over the built-in tokenizer. TRL is optional (``pip install -e ".[bench]"``);
 without it only the harness is timed.
 
 Command line::
@@ -297,6 +297,7 @@ def _scaling_figure(curves: dict[str, list[dict[str, float]]], work: Workload) -
     import io
 
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
 
     figure = Figure(figsize=(10, 3.8), dpi=100, layout="tight")
     by_group, by_budget = figure.subplots(1, 2)
@@ -304,18 +305,21 @@ def _scaling_figure(curves: dict[str, list[dict[str, float]]], work: Workload) -
     steps = [p["median_step_s"] for p in curves["group"]]
     by_group.plot(groups, steps, marker="o", label="measured")
     by_group.plot(groups, [steps[0] * g / groups[0] for g in groups], linestyle="--", label="linear from G = 4")
-    by_group.set(xscale="log", xlabel="G (samples per prompt)", ylabel="median step time (s)")
+    by_group.set_xscale("log", base=2)
+    by_group.set(xlabel="G (samples per prompt)", ylabel="median step time (s)")
     by_group.set_xticks(groups, [str(g) for g in groups])
     by_group.set_title(f"P = {work.prompts}, budget {work.max_new_tokens} tokens")
     budgets = [p["max_new_tokens"] for p in curves["budget"]]
     by_budget.plot(budgets, [p["median_step_s"] for p in curves["budget"]], marker="o", label="step time")
-    by_budget.set(xscale="log", xlabel="generation budget (tokens)", ylabel="median step time (s)")
+    by_budget.set_xscale("log", base=2)
+    by_budget.set(xlabel="generation budget (tokens)", ylabel="median step time (s)")
     by_budget.set_xticks(budgets, [str(b) for b in budgets])
     by_budget.set_title(f"P = {work.prompts}, G = {work.group}")
     lengths = by_budget.twinx()
     lengths.plot(budgets, [p["mean_completion_length"] for p in curves["budget"]], color="gray", linestyle=":")
     lengths.set_ylabel("mean completion length (tokens, dotted)")
     for axes in (by_group, by_budget):
+        axes.xaxis.set_minor_formatter(NullFormatter())
         axes.grid(alpha=0.3)
         axes.legend(fontsize="small", loc="upper left")
     buffer = io.BytesIO()

@@ -37,3 +37,19 @@ def test_a_tiny_run_times_both_sides_on_the_same_workload(tiny_base, tmp_path):
     ratio = report["harness"]["median_step_s"] / report["trl"]["median_step_s"]
     assert report["ratio_harness_over_trl"] == pytest.approx(ratio, abs=2e-3)
     assert report["workload"]["repeats"] == 2 and report["peak_rss_mb"] > 0
+
+
+def test_scaling_times_every_group_size_and_budget_and_draws_them(monkeypatch, tmp_path):
+    from algos import bench
+
+    def fake_harness(work):
+        seconds = 0.01 * work.group + 0.001 * work.max_new_tokens
+        return side("harness", [seconds] * 3, [seconds / 2] * 3, min(work.max_new_tokens, 30) / 2)
+
+    monkeypatch.setattr(bench, "run_harness", fake_harness)
+    curves = bench.scaling(bench.Workload("model"), tmp_path)
+    assert [p["group"] for p in curves["group"]] == list(bench.GROUP_SIZES)
+    assert [p["max_new_tokens"] for p in curves["budget"]] == list(bench.BUDGETS)
+    assert curves["group"][1]["median_step_s"] == pytest.approx(0.01 * 8 + 0.04)
+    assert json.loads((tmp_path / "scaling.json").read_text()) == curves
+    assert (tmp_path / "scaling.png").read_bytes().startswith(b"\x89PNG")
