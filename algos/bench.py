@@ -1,22 +1,23 @@
 """Step time of the harness's GRPO beside TRL's ``GRPOTrainer`` at equal work, in one process.
 
-Both start from the same checkpoint and draw their prompts from the same pool (steps x P problems of
-the built-in task's training split) with the same P prompts x G samples, generation budget, sampling (T, top-p, no top-k), one
-update per rollout, no KL term (so no reference model), the same optimiser settings and the same
-loss (GRPO's per-sequence token mean with group-std-scaled advantages). Each side runs
-``warmup + repeats`` steps and the timed steps are the last ``repeats``; a step is everything from
-sampling to the optimiser step. Printed per side: median step time with its spread, generation
-tokens/s, training tokens/s and mean completion length; then the ratio harness / TRL, and the peak
-resident memory of the process. The comparison is declared void when the mean completion lengths
-differ by more than ``--length-tolerance`` (equal work means equally long completions).
+Both start from the same checkpoint and draw their prompts from the same pool (steps x P problems
+of the built-in task's training split), with the same P prompts x G samples, generation budget and
+sampling (T, top-p, no top-k), one update per rollout, no KL term (so no reference model), the same
+optimiser settings and the same loss (GRPO's per-sequence token mean with group-std-scaled
+advantages). Each side runs ``warmup + repeats`` steps and the timed steps are the last
+``repeats``; a step is everything from sampling to the optimiser step. Printed per side: median
+step time with its spread, generation tokens/s, training tokens/s and mean completion length; then
+the ratio harness / TRL, and the peak resident memory of the process. The comparison is declared
+void when the mean completion lengths differ by more than ``--length-tolerance`` (equal work means
+equally long completions).
 
 ``--scaling DIR`` times the harness alone as G doubles (4..32) and as the generation budget doubles
-(20..160), and writes ``scaling.json`` and ``scaling.png`` there: step time should grow about
+(20..160), and writes ``scaling.json`` and ``scaling.png`` there: step time should grow at most
 linearly with G, and with the tokens actually generated (a budget only costs what is sampled).
 
 ``--model tiny-qwen2`` builds the reference setting: a randomly initialised Qwen2-architecture model
-of about 0.6 M parameters over the built-in tokenizer. TRL is optional (``pip install -e ".[bench]"``);
-without it only the harness is timed.
+of about 0.6 M parameters over the built-in tokenizer. TRL is optional (``pip install -e
+".[bench]"``); without it only the harness is timed.
 
 Command line::
 
