@@ -30,7 +30,7 @@ from algos.presets import ConfigError
 from algos.run_files import FINAL_FILE, RUN_FILE
 from reports.benchmarks import Score, protocol_summary, read_score
 from reports.figures import figure_grid
-from reports.pages import Page, write_page
+from reports.pages import Page, run_report, write_page
 from reports.stats import (
     Comparison,
     Direction,
@@ -241,13 +241,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval", type=Path, help="directory holding <spec>/<row>/seed<n>/<benchmark>/ scores")
     parser.add_argument("--benchmarks", nargs="*", default=[], help="benchmarks that get a column (with --eval)")
     args = parser.parse_args(argv)
-    try:
-        for path in write_report(args.spec, args.runs, args.out, args.seeds, args.eval, args.benchmarks):
-            print(path)
-    except (ConfigError, ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return run_report(
+        lambda: write_report(args.spec, args.runs, args.out, args.seeds, args.eval, args.benchmarks),
+        (ConfigError, ValueError, FileNotFoundError),
+    )
 
 
 if __name__ == "__main__":

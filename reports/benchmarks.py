@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from eval.evaluate import METRICS_FILE, PROTOCOL_FILE
 from eval.suites import BOXED_TEMPLATE, headline_metric
 from reports.figures import DPI, FIGURE_SIZE_IN
-from reports.pages import Page, write_page
+from reports.pages import Page, run_report, write_page
 
 TEMPLATE_NAMES = {BOXED_TEMPLATE: "boxed", "{problem}": "raw"}
 
@@ -163,13 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmarks", nargs="+", required=True, help="benchmark names")
     parser.add_argument("--out", type=Path, default=Path("results/reports"), help="directory for the report")
     args = parser.parse_args(argv)
-    try:
-        for path in write_benchmark_report(args.eval, args.models, args.benchmarks, args.out):
-            print(path)
-    except (FileNotFoundError, KeyError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return run_report(
+        lambda: write_benchmark_report(args.eval, args.models, args.benchmarks, args.out),
+        (FileNotFoundError, KeyError, ValueError),
+    )
 
 
 if __name__ == "__main__":

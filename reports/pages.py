@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,3 +78,14 @@ def write_page(page: Page, out_dir: Path, name: str) -> tuple[Path, Path]:
         partial.write_text(text)
         partial.replace(path)
     return markdown, document
+
+
+def run_report(write: Callable[[], Iterable[Path]], errors: tuple[type[Exception], ...]) -> int:
+    """A report command's body: print each path ``write`` writes, or one ``error:`` line for ``errors`` (status 2)."""
+    try:
+        for path in write():
+            print(path)
+    except errors as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

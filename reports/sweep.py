@@ -31,7 +31,7 @@ import yaml
 from algos.presets import ConfigError
 from algos.provenance import git_commit
 from algos.sweeps import SweepSpec, as_overrides, open_storage, read_sweep
-from reports.pages import Page, write_page
+from reports.pages import Page, run_report, write_page
 from reports.stats import format_estimate, seed_estimate
 
 matplotlib.use("Agg")
@@ -152,13 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="the study's directory")
     parser.add_argument("--storage", help="Optuna storage URL (default: the journal file in --out)")
     args = parser.parse_args(argv)
-    try:
-        for path in write_sweep_report(read_sweep(args.sweep), args.out, args.storage):
-            print(path)
-    except (ConfigError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return run_report(
+        lambda: write_sweep_report(read_sweep(args.sweep), args.out, args.storage), (ConfigError, ValueError)
+    )
 
 
 if __name__ == "__main__":
