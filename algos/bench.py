@@ -69,20 +69,27 @@ class Workload:
 
 @dataclass(frozen=True)
 class SideResult:
-    """One side's timed steps. step_seconds: per timed step; tokens: completion tokens per timed step."""
+    """One side's timed steps: seconds, generation seconds and mean completion length of each.
+
+    completions: completions per step (P x G).
+    """
 
     name: str
     step_seconds: list[float]
     generation_seconds: list[float]
-    completion_tokens: list[float]
-    mean_completion_length: float
+    lengths: list[float]
+    completions: int
 
     @property
     def median_step(self) -> float:
         return statistics.median(self.step_seconds)
 
+    @property
+    def mean_completion_length(self) -> float:
+        return statistics.mean(self.lengths)
+
     def summary(self) -> dict[str, float]:
-        tokens, steps = sum(self.completion_tokens), sum(self.step_seconds)
+        tokens, steps = sum(self.lengths) * self.completions, sum(self.step_seconds)
         generation = sum(self.generation_seconds)
         return {
             "median_step_s": round(self.median_step, 4),
@@ -157,13 +164,12 @@ def run_harness(work: Workload) -> SideResult:
         train(cfg, out, problems=training_problems(work), eval_problems={}, verifier=grade)
         lines = [line for line in read_metrics(Path(out)) if line["step"] >= 1 and "perf/step_seconds" in line]
     timed = lines[work.warmup :]
-    tokens = [line["rollout/response_length_mean"] * work.prompts * work.group for line in timed]
     return SideResult(
         "harness",
         [line["perf/step_seconds"] for line in timed],
         [line["perf/gen_seconds"] for line in timed],
-        tokens,
-        statistics.mean(line["rollout/response_length_mean"] for line in timed),
+        [line["rollout/response_length_mean"] for line in timed],
+        work.prompts * work.group,
     )
 
 
@@ -244,13 +250,12 @@ def run_trl(work: Workload) -> SideResult:
             trainer.train()
         finally:
             AcceleratorState._reset_state(reset_partial_state=True)  # TRL's settings must not outlive its run
-    lengths = clock.lengths[work.warmup :]
     return SideResult(
         "trl",
         clock.seconds[work.warmup :],
         clock.generation[work.warmup :],
-        [length * work.prompts * work.group for length in lengths],
-        statistics.mean(lengths),
+        clock.lengths[work.warmup :],
+        work.prompts * work.group,
     )
 
 

@@ -113,12 +113,12 @@ def generate(
     rows = prompt_ids.shape[0]
     device = prompt_ids.device
     cache = DynamicCache(config=model.config)
-    attention = prompt_mask.long()  # (A, T_prompt + step) for the A rows in the batch
-    unpadded = bool(attention.all())
+    # (A, T_prompt + step) for the A rows in the batch; None while every position is visible
+    attention = None if bool(prompt_mask.all()) else prompt_mask.long()
     in_batch = torch.arange(rows, device=device)  # (A,) their row numbers
-    batch_logits = encode_prompts_once(model, prompt_ids, attention, cache)  # (A, V)
+    batch_logits = encode_prompts_once(model, prompt_ids, prompt_mask, cache)  # (A, V)
     logits = torch.zeros_like(batch_logits)  # (N, V); rows out of the batch keep their last logits
-    next_position = position_ids(attention)[:, -1:] + 1  # (A, 1)
+    next_position = position_ids(prompt_mask)[:, -1:] + 1  # (A, 1)
     finished = torch.zeros(rows, dtype=torch.bool, device=device)
     tokens, alive = [], []
     for step in range(max_new_tokens):
@@ -134,13 +134,15 @@ def generate(
         if 4 * int(ended.sum()) >= len(in_batch):
             keep = (~ended).nonzero().squeeze(-1)
             cache.batch_select_indices(keep)
-            attention, next_position, in_batch = attention[keep], next_position[keep], in_batch[keep]
+            next_position, in_batch = next_position[keep], in_batch[keep]
+            attention = attention[keep] if attention is not None else None
         # An ended row's own later positions stay visible to it, as in transformers: they feed only that
-        # row's discarded draws, and an all-ones mask lets attention run without one.
-        attention = torch.cat([attention, attention.new_ones(len(in_batch), 1)], dim=-1)
+        # row's discarded draws, and unpadded prompts then never need a mask.
+        if attention is not None:
+            attention = torch.cat([attention, attention.new_ones(len(in_batch), 1)], dim=-1)
         batch_logits = model(
             input_ids=token[in_batch].unsqueeze(-1),
-            attention_mask=None if unpadded else attention,
+            attention_mask=attention,
             position_ids=next_position,
             past_key_values=cache,
         ).logits[:, -1]

@@ -77,7 +77,10 @@ def finished_runs(runs_dir: Path, spec: AblationSpec, row: Row, seeds: int) -> l
 def collect(
     spec: AblationSpec, runs_dir: Path, seeds: int, eval_dir: Path | None = None, benchmarks: Sequence[str] = ()
 ) -> list[RowResult]:
-    """Every row's estimate, its comparison with the row it is compared with, and its runs' benchmark scores."""
+    """Every row's estimate, its comparison with the row it is compared with, and its runs' benchmark scores.
+
+    benchmarks: scored from ``eval_dir`` (needed when any is given).
+    """
     runs_of: dict[str, tuple[Path, ...]] = {}
     finals_of: dict[str, tuple[dict[str, float], ...]] = {}
     metric_of: dict[str, tuple[float, ...]] = {}
@@ -109,7 +112,7 @@ def collect(
                 estimate=seed_estimate(mine) if mine else None,
                 comparison=comparison,
                 direction=direction_agrees(comparison, paper_delta) if comparison else None,
-                scores={b: _scores(runs_of[row.id], runs_dir, eval_dir, b) for b in benchmarks} if eval_dir else {},
+                scores={b: _scores(runs_of[row.id], runs_dir, eval_dir, b) for b in benchmarks},
             )
         )
     return results

@@ -9,7 +9,7 @@ from tests.peers import import_peer
 
 
 def side(name, steps, generation, length):
-    return SideResult(name, steps, generation, [length * 4] * len(steps), length)
+    return SideResult(name, steps, generation, [length] * len(steps), completions=4)
 
 
 def test_the_comparison_reports_the_median_ratio_and_voids_unequal_work():
