@@ -339,6 +339,13 @@ class RunConfig:
         20, description="Held-out evaluation every this many steps (and at steps 0 and last); 0 = first and last only."
     )
     eval_problems: PositiveInt = Field(256, description="Problems per evaluation split.")
+    final_eval_problems: PositiveInt | None = Field(
+        None,
+        description="Problems per split of the built-in task in the last step's evaluation, which the tables "
+        "report (it starts with the eval_problems of the earlier evaluations); None uses eval_problems. "
+        "At 256 problems and 80 % accuracy one T = 1 sample per problem has a standard error of 2.5 points; "
+        "4096 brings it to 0.6.",
+    )
     eval_splits: tuple[Literal["validation", "test"], ...] = Field(
         ("validation", "test"), description="Held-out splits evaluated, greedy and sampled at T = 1."
     )

@@ -78,7 +78,7 @@ def _task_data(
     verifier: Verifier | None,
 ) -> TaskData:
     if problems is None:
-        return builtin_task(cfg.task, cfg.run.eval_splits, cfg.run.eval_problems)
+        return builtin_task(cfg.task, cfg.run.eval_splits, cfg.run.eval_problems, cfg.run.final_eval_problems)
     if verifier is None:
         raise ValueError("training on your own problems needs a verifier(response, answer) -> bool")
     return problem_list_task(problems, eval_problems or {}, verifier)
@@ -100,10 +100,10 @@ def _peak_memory_mb(device: torch.device) -> float:
 def evaluate(
     cfg: RLConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, task: TaskData, chat: bool, step: int
 ) -> dict[str, float]:
-    """Held-out accuracy per evaluation split, greedy and one sample at T = 1."""
+    """Held-out accuracy per evaluation split, greedy and one sample at T = 1 (the final sets at the last step)."""
     device = next(policy.parameters()).device
     metrics = {}
-    for split, problems in task.evaluation.items():
+    for split, problems in task.held_out(final=step == cfg.run.steps).items():
         if not problems:
             continue
         common = dict(max_new_tokens=cfg.rollout.max_new_tokens, chat=chat)

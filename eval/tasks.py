@@ -22,22 +22,41 @@ EVAL_SET_SEED = 0
 
 @dataclass(frozen=True)
 class TaskData:
-    """sample_train(count, seed) -> ``count`` training problems; evaluation: split name -> problems."""
+    """sample_train(count, seed) -> ``count`` training problems; evaluation: split name -> problems.
+
+    final_evaluation, when given, replaces evaluation at a run's last step (a larger held-out set).
+    """
 
     sample_train: Callable[[int, int], list[Problem]]
     evaluation: Mapping[str, Sequence[Problem]]
     verifier: Verifier
     longest_solution_tokens: int | None = None
+    final_evaluation: Mapping[str, Sequence[Problem]] | None = None
+
+    def held_out(self, final: bool) -> Mapping[str, Sequence[Problem]]:
+        """The held-out sets of an evaluation: the final ones at the last step, where the task has them."""
+        return self.final_evaluation if final and self.final_evaluation is not None else self.evaluation
 
 
-def builtin_task(cfg: TaskConfig, splits: Sequence[str], eval_problems: int) -> TaskData:
-    """The chained-arithmetic task with the configured difficulty."""
+def builtin_task(
+    cfg: TaskConfig, splits: Sequence[str], eval_problems: int, final_eval_problems: int | None = None
+) -> TaskData:
+    """The chained-arithmetic task with the configured difficulty.
+
+    A split's first ``eval_problems`` problems do not depend on how many are drawn, so the final
+    held-out set of ``final_eval_problems`` extends the earlier evaluations' set.
+    """
     task = ChainTask(cfg.min_steps, cfg.max_steps, cfg.modulus)
+
+    def held_out(count: int) -> dict[str, list[Problem]]:
+        return {split: task.problems(split, count, seed=EVAL_SET_SEED) for split in splits}
+
     return TaskData(
         sample_train=lambda count, seed: task.problems("train", count, seed),
-        evaluation={split: task.problems(split, eval_problems, seed=EVAL_SET_SEED) for split in splits},
+        evaluation=held_out(eval_problems),
         verifier=grade,
         longest_solution_tokens=task.solution_tokens(cfg.max_steps) + 1,
+        final_evaluation=None if final_eval_problems is None else held_out(final_eval_problems),
     )
 
 

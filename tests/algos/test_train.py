@@ -106,6 +106,22 @@ def test_same_config_and_seed_give_identical_metrics(tiny_base, tmp_path):
     assert comparable(run_files.read_metrics(tmp_path / "c")) != first
 
 
+def test_the_last_evaluation_scores_the_final_held_out_sets(tiny_base, tmp_path, monkeypatch):
+    import algos.train as train_module
+
+    scored = []
+
+    def counting(policy, tokenizer, problems, *args, **kwargs):
+        scored.append(len(problems))
+        return accuracy(policy, tokenizer, problems, *args, **kwargs)
+
+    accuracy = train_module.accuracy
+    monkeypatch.setattr(train_module, "accuracy", counting)
+    cfg = load_config("grpo", overrides=tiny_overrides(tiny_base, **{"run.final_eval_problems": 24}))
+    train(cfg, tmp_path)
+    assert scored == [8] * 8 + [24] * 4  # steps 0 and 2: two splits, greedy and T = 1; then step 3
+
+
 def test_killed_run_resumes_to_the_same_final_metrics(tiny_base, tmp_path):
     overrides = tiny_overrides(tiny_base, **{"run.steps": 6})
     train(load_config("grpo", overrides=overrides), tmp_path / "straight")
