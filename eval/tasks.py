@@ -44,19 +44,21 @@ def builtin_task(
     """The chained-arithmetic task with the configured difficulty.
 
     A split's first ``eval_problems`` problems do not depend on how many are drawn, so the final
-    held-out set of ``final_eval_problems`` extends the earlier evaluations' set.
+    held-out set of ``final_eval_problems`` extends the earlier evaluations' set: one draw serves both.
     """
     task = ChainTask(cfg.min_steps, cfg.max_steps, cfg.modulus)
-
-    def held_out(count: int) -> dict[str, list[Problem]]:
-        return {split: task.problems(split, count, seed=EVAL_SET_SEED) for split in splits}
-
+    drawn = {
+        split: task.problems(split, max(eval_problems, final_eval_problems or 0), seed=EVAL_SET_SEED)
+        for split in splits
+    }
     return TaskData(
         sample_train=lambda count, seed: task.problems("train", count, seed),
-        evaluation=held_out(eval_problems),
+        evaluation={split: problems[:eval_problems] for split, problems in drawn.items()},
         verifier=grade,
         longest_solution_tokens=task.solution_tokens(cfg.max_steps) + 1,
-        final_evaluation=None if final_eval_problems is None else held_out(final_eval_problems),
+        final_evaluation=None
+        if final_eval_problems is None
+        else {split: problems[:final_eval_problems] for split, problems in drawn.items()},
     )
 
 
@@ -69,6 +71,10 @@ def problem_list_task(
 
     def sample(count: int, seed: int) -> list[Problem]:
         rng = random.Random(seed)
-        return [train[i] for i in rng.sample(range(len(train)), count)] if count <= len(train) else rng.choices(train, k=count)
+        return (
+            [train[i] for i in rng.sample(range(len(train)), count)]
+            if count <= len(train)
+            else rng.choices(train, k=count)
+        )
 
     return TaskData(sample_train=sample, evaluation=evaluation, verifier=verifier)
