@@ -33,7 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -278,7 +278,6 @@ BUDGETS = (20, 40, 80, 160)
 
 def scaling(work: Workload, out: Path) -> dict[str, list[dict[str, float]]]:
     """Harness step time over ``GROUP_SIZES`` (budget fixed) and ``BUDGETS`` (G fixed); JSON and PNG in ``out``."""
-    from dataclasses import replace
 
     def point(variant: Workload) -> dict[str, float]:
         result = run_harness(variant)

@@ -98,7 +98,10 @@ def _loss_inputs(
     else:
         logprobs, entropy = response_logprobs(learner.policy, sequences, cfg.rollout.temperature, with_entropy=True)
         entropy = entropy if wants_entropy_grad else entropy.detach()
-    per_token = lambda t: t[rows, :width] if t is not None else None  # noqa: E731
+
+    def per_token(values: torch.Tensor | None) -> torch.Tensor | None:
+        return values[rows, :width] if values is not None else None
+
     mask = sequences.response_mask.float()
     return LossInputs(
         logprobs=logprobs,
