@@ -1,3 +1,4 @@
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -60,7 +61,7 @@ def test_merge_order_base_preset_file_override(tmp_path):
 
 
 def test_config_is_frozen():
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         RLConfig().seed = 3
 
 
