@@ -13,7 +13,16 @@ A spec in ``experiments/ablations/`` reads::
       - {id: naive_grpo, label: Naive GRPO, paper: 30}
       - {id: overlong_filtering, label: "+ Overlong Filtering", paper: 36, changes: {reward.overlong_filter: true}}
 
-``settings`` are the spec's changes to its preset, shared by the rows built on it. ``cumulative``:
+``settings`` are the spec's changes to its preset, shared by the rows built on it. ``endpoints``
+declare, before anything runs, what each row is judged by beside the table's metric: a metric of
+``algos.metrics``, a window of steps it is averaged over (at the row's full length; a campaign's
+step scale scales it), the direction the paper argues for this row against the row it is compared
+with, and the figure or section that argues it. The spec's ``endpoints`` apply to every row; a row's
+own ``endpoints`` replace them::
+
+    endpoints:
+      - {metric: actor/entropy, window: [10, 40], direction: up, source: "DAPO §3.1, Fig. 2b"}
+ ``cumulative``:
 row k is the preset, the settings and the changes of rows 1..k, and is compared with row k - 1.
 ``leave_one_out``: each row is the spec's preset with the settings and its own changes, or another
 ``preset`` (a baseline, taken as published) with its own changes only; it is compared with the
@@ -31,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import functools
 import re
 import sys
@@ -43,6 +53,7 @@ import yaml
 from pydantic import ValidationError
 
 from algos.config import RLConfig
+from algos.metrics import METRICS
 from algos.presets import (
     ConfigError,
     checked_settings,
@@ -59,11 +70,34 @@ KINDS = ("cumulative", "leave_one_out")
 ROW_ID = re.compile(r"^[a-z0-9_]+$")
 REQUIRED = ("title", "paper", "paper_metric", "kind", "preset", "rows")
 DEFAULT_METRIC = "eval/test/accuracy_t1"
+DIRECTIONS = ("up", "down")
+ENDPOINT_FIELDS = ("metric", "window", "direction", "source")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A declared endpoint: ``metric`` averaged over steps ``window`` (first, last; inclusive), expected to
+    move ``direction`` (up: the row above the row it is compared with), as ``source`` argues."""
+
+    metric: str
+    window: tuple[int, int]
+    direction: str
+    source: str
+
+    def scaled(self, factor: float) -> Endpoint:
+        """The endpoint with its window scaled like the run's step counts (see :func:`scale_steps`)."""
+        first = max(1, round(self.window[0] * factor)) if self.window[0] else 0
+        last = max(first, round(self.window[1] * factor))
+        return dataclasses.replace(self, window=(first, last))
+
+    def describe(self) -> str:
+        """One line: metric, window, direction and source."""
+        return f"{self.metric} over steps {self.window[0]}-{self.window[1]}, expected {self.direction} ({self.source})"
 
 
 @dataclass(frozen=True)
 class Row:
-    """One row: its resolved changes over ``preset`` and the row it is compared with (None: none)."""
+    """One row: its resolved changes over ``preset``, the row it is compared with (None: none), its endpoints."""
 
     id: str
     label: str
@@ -71,6 +105,7 @@ class Row:
     preset: str
     settings: dict[str, Any]
     compare_to: str | None
+    endpoints: tuple[Endpoint, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,6 +113,7 @@ class AblationSpec:
     """A table: rows in the paper's order, the metric ours is read from, and how rows are compared."""
 
     name: str
+    path: Path
     title: str
     paper: str
     paper_metric: str
@@ -139,7 +175,14 @@ class Budget:
         return checked_settings(pairs, f"tuned values of preset '{preset}'")
 
 
-STEP_COUNTS = (("run", "steps"), ("run", "eval_every"), ("run", "checkpoint_every"), ("critic", "pretrain_steps"))
+STEP_COUNTS = (
+    ("run", "steps"),
+    ("run", "eval_every"),
+    ("run", "checkpoint_every"),
+    ("critic", "pretrain_steps"),
+    ("critic", "reward_model_steps"),
+    ("optim", "lr_warmup_steps"),
+)
 
 
 def scale_steps(cfg: RLConfig, factor: float) -> RLConfig:
@@ -171,6 +214,7 @@ def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
     rows = _resolve_rows(path, body, common)
     spec = AblationSpec(
         name=name,
+        path=path,
         title=str(body["title"]),
         paper=str(body["paper"]),
         paper_metric=str(body["paper_metric"]),
@@ -180,9 +224,15 @@ def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
     )
     for row in spec.rows:
         try:
-            spec.config(row.id)
+            steps = spec.config(row.id).run.steps
         except (ConfigError, ValidationError, ValueError) as exc:
             raise ConfigError(f"{path}: row '{row.id}' does not give a valid config: {exc}") from None
+        for endpoint in row.endpoints:
+            if endpoint.window[1] > steps:
+                raise ConfigError(
+                    f"{path}: row '{row.id}': endpoint {endpoint.metric} has window {list(endpoint.window)} past the "
+                    f"row's last step {steps} (run.steps)"
+                )
     return spec
 
 
@@ -200,15 +250,17 @@ def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> l
         )
     rows: list[Row] = []
     accumulated = dict(common)
+    default_endpoints = parse_endpoints(body.get("endpoints", []), f"{path}: endpoints")
     for entry, row_id in zip(body["rows"], ids, strict=True):
         if not isinstance(entry, dict) or not isinstance(row_id, str) or not ROW_ID.match(row_id):
             raise ConfigError(f"{path}: every row needs an 'id' of lowercase letters, digits and _ (got {row_id!r})")
         if ids.count(row_id) > 1:
             raise ConfigError(f"{path}: row id '{row_id}' is used twice")
-        unknown = set(entry) - {"id", "label", "paper", "preset", "changes", "compare_to"}
+        unknown = set(entry) - {"id", "label", "paper", "preset", "changes", "compare_to", "endpoints"}
         if unknown:
             raise ConfigError(
-                f"{path}: row '{row_id}' has unknown fields {sorted(unknown)}; valid: label, paper, preset, changes, compare_to"
+                f"{path}: row '{row_id}' has unknown fields {sorted(unknown)}; "
+                "valid: label, paper, preset, changes, compare_to, endpoints"
             )
         if cumulative and {"preset", "compare_to"} & set(entry):
             raise ConfigError(
@@ -239,9 +291,48 @@ def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> l
                 preset=str(entry.get("preset", body["preset"])),
                 settings=settings,
                 compare_to=compare_to,
+                endpoints=(
+                    parse_endpoints(entry["endpoints"], f"{path}: row '{row_id}': endpoints")
+                    if "endpoints" in entry
+                    else default_endpoints
+                ),
             )
         )
     return rows
+
+
+def parse_endpoints(entries: Any, where: str) -> tuple[Endpoint, ...]:
+    """Endpoints from a spec's list of mappings; any fault fails naming ``where`` (file and row) and the valid choices."""
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where} must be a list of {{{', '.join(ENDPOINT_FIELDS)}}}")
+    endpoints = []
+    for entry in entries:
+        if not isinstance(entry, dict) or set(entry) != set(ENDPOINT_FIELDS):
+            raise ConfigError(
+                f"{where}: each endpoint needs exactly the fields {', '.join(ENDPOINT_FIELDS)}; got {entry!r}"
+            )
+        metric, window, direction, source = (entry[name] for name in ENDPOINT_FIELDS)
+        if metric not in METRICS:
+            close = difflib.get_close_matches(str(metric), list(METRICS), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else f"; valid: {', '.join(METRICS)}"
+            raise ConfigError(f"{where}: unknown endpoint metric '{metric}'{hint}")
+        if not (
+            isinstance(window, list)
+            and len(window) == 2
+            and all(isinstance(step, int) and not isinstance(step, bool) for step in window)
+            and 0 <= window[0] <= window[1]
+        ):
+            raise ConfigError(
+                f"{where}: endpoint {metric}: window must be [first, last] steps with 0 <= first <= last, got {window!r}"
+            )
+        if direction not in DIRECTIONS:
+            raise ConfigError(
+                f"{where}: endpoint {metric}: direction '{direction}' is not one of: {', '.join(DIRECTIONS)}"
+            )
+        if not isinstance(source, str) or not source.strip():
+            raise ConfigError(f"{where}: endpoint {metric}: 'source' must cite the paper's figure or section")
+        endpoints.append(Endpoint(metric, (window[0], window[1]), direction, source))
+    return tuple(endpoints)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,12 +357,19 @@ def main(argv: list[str] | None = None) -> int:
                 spec = read_spec(name)
                 print(f"{name} ({spec.kind}): {spec.title} -- rows: {', '.join(r.id for r in spec.rows)}")
         elif args.row:
-            config = read_spec(args.spec).config(args.row, budget)
+            spec = read_spec(args.spec)
+            row = spec.row(args.row)
+            print(f"# {spec.name} / {row.id}: {row.label} (compared with {row.compare_to}); endpoints:")
+            for endpoint in row.endpoints:
+                print(f"#   {endpoint.scaled(budget.step_scale).describe()}")
+            config = spec.config(args.row, budget)
             print(yaml.safe_dump(config_to_dict(config), sort_keys=False), end="")
         else:
             spec = read_spec(args.spec)
             for row in spec.rows:
                 print(f"{row.id}: {row.label} (paper {row.paper}; compared with {row.compare_to}) {row.settings}")
+                for endpoint in row.endpoints:
+                    print(f"    endpoint: {endpoint.describe()}")
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

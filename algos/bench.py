@@ -21,7 +21,7 @@ of about 0.6 M parameters over the built-in tokenizer. TRL is optional (``pip in
 
 Command line::
 
-    python -m algos.bench --model results/base_model [--prompts 16 --group 8 --max-new-tokens 40 --repeats 6]
+    python -m algos.bench --model results/base_model [--prompts 16 --group 8 --max-new-tokens 96 --repeats 6]
 """
 
 from __future__ import annotations
@@ -38,11 +38,13 @@ from pathlib import Path
 
 import torch
 
+from algos.config import TaskConfig
 from algos.presets import load_config
 from algos.run_files import read_metrics
 from algos.train import train
 from eval.records import Problem
-from eval.synthetic import ChainTask, grade
+from eval.synthetic import grade
+from eval.tasks import make_task
 
 TINY_QWEN2 = "tiny-qwen2"
 LEARNING_RATE = 1e-5
@@ -55,7 +57,7 @@ class Workload:
     model: str
     prompts: int = 16
     group: int = 8
-    max_new_tokens: int = 40
+    max_new_tokens: int = 96
     temperature: float = 1.0
     top_p: float = 1.0
     warmup: int = 1
@@ -107,7 +109,7 @@ def build_tiny_qwen2(out: Path, seed: int = 0) -> Path:
 
     from eval.tokenizer import build_tokenizer
 
-    tokenizer = build_tokenizer(ChainTask())
+    tokenizer = build_tokenizer(make_task(TaskConfig()).vocabulary())
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=112,
@@ -142,6 +144,7 @@ def harness_overrides(work: Workload) -> list[str]:
         "optim.epochs=1",
         "optim.mini_batches=1",
         f"optim.lr={LEARNING_RATE}",
+        "optim.lr_warmup_steps=0",
         "optim.max_grad_norm=1.0",
         f"run.steps={work.steps}",
         "run.eval_every=0",
@@ -154,7 +157,7 @@ def harness_overrides(work: Workload) -> list[str]:
 
 def training_problems(work: Workload) -> list[Problem]:
     """The prompts both sides draw from: ``steps x P`` distinct problems of the built-in task's training split."""
-    return ChainTask().problems("train", work.prompts * work.steps, seed=work.seed)
+    return make_task(TaskConfig()).problems("train", work.prompts * work.steps, seed=work.seed)
 
 
 def run_harness(work: Workload) -> SideResult:

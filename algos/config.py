@@ -101,6 +101,15 @@ class PolicyLossConfig:
             "same for every token (GSPO). sequence_token: sg[s_i] * pi/sg[pi] (GSPO-token). group_expectation: p_i / E_q[q] over the group (GEPO)."
         ),
     )
+    group_expectation_scope: Literal["prompt", "micro_batch"] = Field(
+        "prompt",
+        description=(
+            "Which responses GEPO's E_q[q] is taken over. prompt: the G responses of each prompt (the paper's "
+            "Eq. 2). micro_batch: the rollout batch shuffled (seeded) and cut into chunks of G responses of "
+            "different prompts, as the authors' code does (TRL 0.19 shuffles the generation batch before "
+            "splitting it into micro-batches of 8)."
+        ),
+    )
     clip_eps_low: NonNegative = Field(0.2, description="Ratio clipped below at 1 - eps_low (PPO: 0.2; GSPO: 3e-4).")
     clip_eps_high: NonNegative = Field(
         0.2, description="Ratio clipped above at 1 + eps_high (PPO: 0.2; DAPO Clip-Higher: 0.28; GSPO: 4e-4)."
@@ -204,9 +213,21 @@ class DynamicSamplingConfig:
     enabled: bool = Field(
         False, description="Drop groups with accuracy 0 or 1 and generate more prompts (DAPO Dynamic Sampling)."
     )
+    oversample: Annotated[float, Field(ge=1.0)] = Field(
+        1.5,
+        description=(
+            "Prompts each round draws per informative group still missing, over the share of groups kept so "
+            "far (the first round: oversample * P); DAPO over-samples and keeps sampling until P groups hold "
+            "both correct and wrong responses."
+        ),
+    )
     max_rounds: PositiveInt = Field(
-        4,
-        description="Cap on generation rounds per step; at the cap the step trains on the informative groups found so far.",
+        16,
+        description=(
+            "Safety cap on generation rounds per step (verl's max_num_gen_batches). A step that reaches it "
+            "short of P informative groups trains on those found, logs rollout/short_batch = 1 and a warning, "
+            "and the ablation report names it."
+        ),
     )
     filter_on: Literal["correctness", "reward"] = Field(
         "correctness",
@@ -226,6 +247,18 @@ class CriticConfig:
     value_clip: Positive | None = Field(
         None, description="Clip new values to old +- value_clip in the value loss (PPO); None = no clipping."
     )
+    init: Literal["backbone", "reward_model"] = Field(
+        "backbone",
+        description=(
+            "backbone: the policy's backbone with a fresh scalar head. reward_model: that critic first fitted "
+            "as an outcome reward model (the verifier reward regressed at each response's last token, "
+            "reward_model_steps rollouts of the initial policy), then used as the value model: VAPO's "
+            "setting (§3.1, §4.1), whose bias on earlier tokens value pretraining removes."
+        ),
+    )
+    reward_model_steps: Annotated[int, Field(ge=0)] = Field(
+        20, description="Rollout batches the reward model is fitted on (init=reward_model only)."
+    )
     pretrain_steps: Annotated[int, Field(ge=0)] = Field(
         0,
         description=(
@@ -241,7 +274,7 @@ class RolloutConfig:
 
     prompts_per_step: PositiveInt = Field(16, description="P, prompts per rollout batch (DAPO, VAPO: 512).")
     group_size: PositiveInt = Field(8, description="G, responses per prompt (DAPO, VAPO: 16; PPO: 1).")
-    max_new_tokens: PositiveInt = Field(32, description="Generation budget in tokens (DAPO: 20480).")
+    max_new_tokens: PositiveInt = Field(96, description="Generation budget in tokens (DAPO: 20480).")
     temperature: Positive = Field(1.0, description="Sampling temperature (DAPO, VAPO: 1.0).")
     top_p: Annotated[float, Field(gt=0.0, le=1.0)] = Field(1.0, description="Nucleus sampling top-p (1.0 = off).")
     policy_staleness: Annotated[int, Field(ge=0)] = Field(
@@ -267,14 +300,22 @@ class RolloutConfig:
 class OptimConfig:
     """Policy updates per rollout batch."""
 
-    lr: Positive = Field(1e-4, description="Actor learning rate (VAPO: 1e-6; DAPO: 1e-6).")
+    lr: Positive = Field(2e-4, description="Actor learning rate (VAPO: 1e-6; DAPO: 1e-6).")
+    lr_warmup_steps: Annotated[int, Field(ge=0)] = Field(
+        10,
+        description=(
+            "Rollout steps over which the actor's learning rate rises linearly to lr (step s trains at "
+            "lr * min(1, s / lr_warmup_steps)), constant afterwards: DAPO §4.1 and VAPO §5.1 warm up over 20 "
+            "rollout steps (320 optimizer updates); 10 of the default 60 steps are 160. 0 = constant from the start."
+        ),
+    )
     weight_decay: NonNegative = Field(0.0, description="AdamW weight decay.")
     max_grad_norm: Positive | None = Field(1.0, description="Gradient-norm clip; None = off.")
     mini_batches: PositiveInt = Field(
-        4,
+        16,
         description=(
-            "Optimizer updates per epoch over the rollout batch (DAPO: 16). With one update per "
-            "batch the ratio is always 1 and clipping is inert."
+            "Optimizer updates per epoch over the rollout batch (DAPO §4.1, VAPO §5.1: 16, mini-batches of "
+            "512 of 8192 responses). With one update per batch the ratio is always 1 and clipping is inert."
         ),
     )
     epochs: PositiveInt = Field(1, description="Passes over the rollout batch.")
@@ -320,14 +361,28 @@ class ModelConfig:
 
 @dataclass(frozen=True, config=_STRICT)
 class TaskConfig:
-    """The built-in chained-arithmetic task (see eval.synthetic); ignored when problems are passed in."""
+    """The built-in task (see eval.tasks); ignored when problems are passed in."""
 
-    min_steps: PositiveInt = Field(2, description="Fewest operations in a problem (solution 4*steps + 3 tokens).")
+    name: Literal["checked_chain", "chain"] = Field(
+        "checked_chain",
+        description=(
+            "checked_chain: labelled chains worked out line by line with optional checks, so one problem has "
+            "correct responses of many lengths (eval.checked_chain; the default). chain: the worksheet task "
+            "whose worked solution has one length per problem (eval.synthetic; its base: 2-8 operations, "
+            "budget 32)."
+        ),
+    )
+    min_steps: PositiveInt = Field(1, description="Fewest operations in a problem.")
     max_steps: PositiveInt = Field(
-        8,
-        description="Most operations; 8 steps need 35 tokens and the end-of-sequence token, beyond the default 32-token budget.",
+        12,
+        description="Most operations; checked_chain: 12 lines checked throughout need 148 tokens, far past the 96-token budget.",
     )
     modulus: Annotated[int, Field(ge=2)] = Field(10, description="Arithmetic is modulo this number.")
+    multiply_share: Probability = Field(
+        0.45,
+        description="checked_chain: share of operations that are multiplications, the ones the base gets wrong "
+        "most often (its difficulty knob). chain draws +, - and * alike.",
+    )
 
 
 @dataclass(frozen=True, config=_STRICT)
@@ -347,7 +402,12 @@ class RunConfig:
         "4096 brings it to 0.6.",
     )
     eval_splits: tuple[Literal["validation", "test"], ...] = Field(
-        ("validation", "test"), description="Held-out splits evaluated, greedy and sampled at T = 1."
+        ("validation", "test"), description="Held-out splits evaluated (see eval_modes)."
+    )
+    eval_modes: tuple[Literal["greedy", "t1"], ...] = Field(
+        ("greedy", "t1"),
+        min_length=1,
+        description="How each held-out problem is answered: greedy decoding and/or one sample at T = 1.",
     )
     checkpoint_every: Annotated[int, Field(ge=0)] = Field(
         10, description="Save a resumable checkpoint every this many steps (and at the end); 0 = only at the end."
@@ -451,6 +511,8 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
         )
     if cfg.critic.pretrain_steps and not cfg.critic.enabled:
         problems.append("critic.pretrain_steps > 0 needs critic.enabled=true")
+    if cfg.critic.init == "reward_model" and not (cfg.critic.enabled and cfg.critic.reward_model_steps):
+        problems.append("critic.init=reward_model needs critic.enabled=true and critic.reward_model_steps > 0")
     if adv.estimator not in GROUP_ESTIMATORS and adv.std_scaling in ("group", "batch"):
         problems.append(
             f"advantage.std_scaling={adv.std_scaling} scales outcome rewards of group estimators "
@@ -471,6 +533,10 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
     if adv.estimator != "gae" and (adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None):
         problems.append(
             "advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae"
+        )
+    if loss.group_expectation_scope != "prompt" and loss.ratio_level != "group_expectation":
+        problems.append(
+            "policy_loss.group_expectation_scope is GEPO's option: set policy_loss.ratio_level=group_expectation"
         )
     if cfg.task.min_steps > cfg.task.max_steps:
         problems.append("task.min_steps must not exceed task.max_steps")

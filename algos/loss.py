@@ -22,7 +22,7 @@ from algos.lm_loss import positive_example_nll
 from algos.masked import masked_mean
 from algos.ratios import importance_ratio
 from algos.surrogate import clipped_surrogate
-from algos.value import explained_variance, value_loss
+from algos.value import value_loss
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,18 @@ class Denominators:
 
 @dataclass(frozen=True)
 class LossOutput:
-    """Scalar losses (``total`` is what to backpropagate) and detached diagnostics."""
+    """Scalar losses (``total`` is what to backpropagate) and detached diagnostics.
+
+    metrics: means over the micro-batch. token_values: detached per-token values (1-D) whose
+    statistics are taken once over a whole step (:func:`algos.update.token_statistics`): the
+    importance weight of every loss token, the sampling probability of every up-clipped token.
+    """
 
     total: torch.Tensor
     policy: torch.Tensor
     value: torch.Tensor | None
     metrics: dict[str, float]
+    token_values: dict[str, torch.Tensor]
 
 
 def policy_mask(cfg: RLConfig, mask: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
@@ -105,7 +111,6 @@ def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -
         "actor/clip_frac_low": stats.clip_frac_low.item(),
         "actor/clip_frac_high": stats.clip_frac_high.item(),
         "actor/dual_clip_frac": stats.dual_clip_frac.item(),
-        "actor/ratio_mean": masked_mean(ratio.detach(), loss_mask).item(),
         "actor/approx_kl_old": masked_mean(
             kl_estimate(batch.logprobs.detach(), batch.old_logprobs, "k3"), batch.mask
         ).item(),
@@ -147,10 +152,13 @@ def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -
         value = aggregate(per_token_value, batch.mask, "token_mean", Normalizer(denominators.value_tokens, 1.0))
         metrics["critic/value_loss"] = value.item()
         metrics["critic/value_clip_frac"] = value_clip_frac.item()
-        metrics["critic/explained_variance"] = explained_variance(
-            batch.values.detach(), batch.returns, batch.mask
-        ).item()
 
     total = policy if value is None else policy + value
     metrics["actor/policy_loss"] = policy.item()
-    return LossOutput(total=total, policy=policy, value=value, metrics=metrics)
+    real = loss_mask > 0
+    up_clipped = real & stats.up_clipped
+    token_values = {
+        "actor/ratio": ratio.detach()[real],
+        "actor/clip_high_prob": batch.old_logprobs[up_clipped].exp(),
+    }
+    return LossOutput(total=total, policy=policy, value=value, metrics=metrics, token_values=token_values)

@@ -40,17 +40,26 @@ def sequence_token_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor, mas
     return torch.exp(seq_log + logprobs - logprobs.detach())
 
 
-def group_expected_probability(old_logprobs: torch.Tensor, mask: torch.Tensor, group_size: int) -> torch.Tensor:
+def group_expected_probability(
+    old_logprobs: torch.Tensor, mask: torch.Tensor, group_size: int, order: torch.Tensor | None = None
+) -> torch.Tensor:
     """GEPO's group expectation Ê_q[q] = Σ_i q_i² / Σ_i q_i over each group, repeated per row.
 
     q_i = exp(mean_t log π_old(o_{i,t})) is the length-normalised sampling probability (as in the
-    authors' code). old_logprobs, mask: (B, T) with contiguous groups of ``group_size`` rows.
-    Returns (B,). It depends on π_old only, so the trainer computes it once per rollout batch,
-    before mini-batches can split a group.
+    authors' code). old_logprobs, mask: (B, T). Groups are ``group_size`` consecutive rows (a prompt's
+    responses; the paper), or, with ``order`` (B,) a permutation of the rows, ``group_size``
+    consecutive rows of the permuted batch (a shuffled micro-batch of responses to different
+    prompts; the authors' code). Returns (B,). It depends on π_old only, so the trainer computes it
+    once per rollout batch, before mini-batches can split a group.
     """
-    q = torch.exp(masked_mean(old_logprobs, mask, dim=-1)).view(-1, group_size)  # (P, G)
-    expectation = (q**2).sum(dim=1) / q.sum(dim=1)  # (P,)
-    return expectation.repeat_interleave(group_size)
+    q = torch.exp(masked_mean(old_logprobs, mask, dim=-1))  # (B,)
+    if order is not None:
+        q = q[order]
+    grouped = q.view(-1, group_size)  # (B / G, G)
+    expectation = ((grouped**2).sum(dim=1) / grouped.sum(dim=1)).repeat_interleave(group_size)  # (B,)
+    if order is None:
+        return expectation
+    return torch.empty_like(expectation).scatter(0, order, expectation)
 
 
 def group_expectation_ratio(

@@ -1,7 +1,8 @@
 """One rollout batch: sample P prompts x G responses, grade, shape, filter, score, estimate advantages.
 
-Sampling rounds repeat under dynamic sampling until P informative groups are found or the round cap
-is hit (then the step trains on the informative groups found so far). Log-probabilities are those
+Under dynamic sampling, rounds repeat until P informative groups are found (DAPO Algorithm 1), each
+round over-sampling by the share of groups kept so far; the round cap is a safety valve, and a step
+that hits it short trains on the groups found and says so (``rollout/short_batch``). Log-probabilities are those
 of the sampling policy π_old, scored after sampling unless the update's own forward pass gives
 them exactly (:func:`update_gives_old_logprobs`); the reference policy is scored only when KL is
 on, the critic only when there is one. Rows are laid out group by group (G consecutive rows answer
@@ -10,6 +11,8 @@ one prompt).
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -17,15 +20,20 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from algos.advantages import compute_advantages
+from algos.advantages import compute_advantages, discounted_returns
 from algos.config import RLConfig
 from algos.generation import generate
+from algos.masked import masked_mean
 from algos.models import encode_prompts
 from algos.ratios import group_expected_probability
+from algos.repetition import tandem_repeats
 from algos.rewards import keep_groups, outcome_scores, token_rewards
 from algos.seeding import derive_seed
 from algos.sequences import SequenceBatch, response_logprobs, response_values
+from algos.value import explained_variance
 from eval.tasks import TaskData
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -120,9 +128,10 @@ def _sample_round(
     task: TaskData,
     chat: bool,
     seed: int,
+    prompts: int,
 ) -> _Sampled:
     group = cfg.rollout.group_size
-    problems = task.sample_train(cfg.rollout.prompts_per_step, seed)
+    problems = task.sample_train(prompts, seed)
     prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in problems], chat)
     device = next(model.parameters()).device
     prompt_ids = prompt_ids.repeat_interleave(group, dim=0).to(device)  # (P*G, T_prompt), group by group
@@ -151,20 +160,64 @@ def _sample_round(
     )
 
 
-def _rollout_metrics(sampled: _Sampled, rounds: int, dropped_fraction: float, seconds: float) -> dict[str, float]:
-    lengths = sampled.sequences.response_mask.sum(dim=-1).float()
-    return {
+MAX_ROUND_PROMPTS = 8
+"""A dynamic-sampling round draws at most this many times P prompts."""
+
+
+def round_prompts(cfg: RLConfig, kept_groups: int, sampled_groups: int) -> int:
+    """Prompts the next sampling round draws, given the informative groups kept and groups sampled so far.
+
+    Without dynamic sampling: P. With it: ``oversample`` times the groups still missing, divided by
+    the share of groups kept so far (1 before the first round), at most ``MAX_ROUND_PROMPTS`` * P.
+    """
+    wanted = cfg.rollout.prompts_per_step
+    if not cfg.dynamic_sampling.enabled:
+        return wanted
+    keep_rate = kept_groups / sampled_groups if sampled_groups else 1.0
+    most = MAX_ROUND_PROMPTS * wanted
+    if keep_rate == 0:
+        return most
+    return min(most, math.ceil(cfg.dynamic_sampling.oversample * (wanted - kept_groups) / keep_rate))
+
+
+def _mean_where(values: torch.Tensor, where: torch.Tensor) -> dict[str, float]:
+    """{"": mean of values[where]}, or {} when nothing is selected (a metric is left out, never NaN)."""
+    return {"": values[where].mean().item()} if bool(where.any()) else {}
+
+
+def rollout_metrics(sampled: _Sampled, group_size: int) -> dict[str, float]:
+    """Diagnostics of every response generated in a step (all rounds): rewards, lengths, groups, loops.
+
+    Groups are ``group_size`` consecutive rows. A mean over an empty selection (no correct response,
+    say) is left out rather than logged as NaN.
+    """
+    lengths = sampled.sequences.response_mask.sum(dim=-1).float()  # (N,)
+    correct, truncated = sampled.correct, sampled.truncated
+    right_per_group = correct.view(-1, group_size).sum(dim=1)  # (N / G,)
+    group_lengths = lengths.view(-1, group_size)
+    metrics = {
         "rollout/reward_mean": sampled.scores.mean().item(),
         "rollout/reward_std": sampled.scores.std().item() if sampled.scores.numel() > 1 else 0.0,
-        "rollout/accuracy": sampled.correct.float().mean().item(),
+        "rollout/accuracy": correct.float().mean().item(),
         "rollout/response_length_mean": lengths.mean().item(),
         "rollout/response_length_max": lengths.max().item(),
-        "rollout/truncated_frac": sampled.truncated.float().mean().item(),
-        "rollout/zero_variance_groups_filtered_frac": dropped_fraction,
-        "rollout/generation_rounds": float(rounds),
-        "perf/gen_tokens_per_s": lengths.sum().item() / max(seconds, 1e-9),
-        "perf/gen_seconds": seconds,
+        "rollout/group_length_std": group_lengths.std(dim=1).mean().item() if group_size > 1 else 0.0,
+        "rollout/truncated_frac": truncated.float().mean().item(),
+        "rollout/repetition_frac": tandem_repeats(sampled.sequences.response_ids, sampled.sequences.response_mask)
+        .float()
+        .mean()
+        .item(),
+        "rollout/all_correct_groups_frac": (right_per_group == group_size).float().mean().item(),
+        "rollout/all_wrong_groups_frac": (right_per_group == 0).float().mean().item(),
+        "rollout/samples_generated": float(correct.numel()),
     }
+    for key, values, where in (
+        ("rollout/correct_length_mean", lengths, correct),
+        ("rollout/incorrect_length_mean", lengths, ~correct),
+        ("rollout/accuracy_untruncated", correct.float(), ~truncated),
+    ):
+        metrics.update({key: value for value in _mean_where(values, where).values()})
+    return metrics
 
 
 @torch.no_grad()
@@ -186,25 +239,44 @@ def collect_rollout(
     group, wanted = cfg.rollout.group_size, cfg.rollout.prompts_per_step
     sampler.eval()
     started = time.perf_counter()
-    rounds, generated, kept = 0, [], []
+    rounds, kept_groups, generated, kept = 0, 0, [], []
     while True:
         rounds += 1
-        sampled = _sample_round(cfg, sampler, tokenizer, task, chat, derive_seed(step_seed, "round", rounds))
+        prompts = round_prompts(cfg, kept_groups, sum(g.correct.numel() for g in generated) // group)
+        seed = derive_seed(step_seed, "round", rounds)
+        sampled = _sample_round(cfg, sampler, tokenizer, task, chat, seed, prompts)
         generated.append(sampled)
-        keep = keep_groups(cfg, sampled.correct, sampled.scores).repeat_interleave(group)  # (P*G,)
-        index = keep.nonzero().squeeze(-1)
-        kept.append(sampled.rows(index))
-        kept_groups = sum(k.correct.numel() for k in kept) // group
+        keep = keep_groups(cfg, sampled.correct, sampled.scores).repeat_interleave(group)  # (prompts*G,)
+        kept.append(sampled.rows(keep.nonzero().squeeze(-1)))
+        kept_groups += int(keep.sum()) // group
         if not cfg.dynamic_sampling.enabled or kept_groups >= wanted or rounds >= cfg.dynamic_sampling.max_rounds:
             break
     gen_seconds = time.perf_counter() - started
     everything = _concat(generated, tokenizer.pad_token_id)
     total_groups = everything.correct.numel() // group
-    metrics = _rollout_metrics(everything, rounds, 1 - kept_groups / total_groups, gen_seconds)
+    metrics = rollout_metrics(everything, group)
+    metrics.update(
+        {
+            "rollout/zero_variance_groups_filtered_frac": 1 - kept_groups / total_groups,
+            "rollout/generation_rounds": float(rounds),
+            "rollout/trained_groups": float(min(kept_groups, wanted)),
+            "rollout/short_batch": float(kept_groups < wanted),
+            "perf/gen_tokens_per_s": everything.sequences.response_mask.sum().item() / max(gen_seconds, 1e-9),
+            "perf/gen_seconds": gen_seconds,
+        }
+    )
+    if kept_groups < wanted:
+        log.warning(
+            "dynamic sampling found %d of %d informative groups in %d rounds (dynamic_sampling.max_rounds): "
+            "this step trains on a short batch",
+            kept_groups,
+            wanted,
+            rounds,
+        )
 
     batch = _concat(kept, tokenizer.pad_token_id)
     rows = torch.arange(min(kept_groups, wanted) * group, device=batch.correct.device)
-    return _score_rollout(cfg, batch.rows(rows), sampler, reference, critic, metrics)
+    return _score_rollout(cfg, batch.rows(rows), sampler, reference, critic, metrics, step_seed)
 
 
 def _score_rollout(
@@ -214,6 +286,7 @@ def _score_rollout(
     reference: PreTrainedModel | None,
     critic: PreTrainedModel | None,
     metrics: dict[str, float],
+    step_seed: int,
 ) -> RolloutBatch:
     """π_old and π_ref log-probabilities, values, per-token rewards and advantages of the kept rows."""
     mask = batch.sequences.response_mask.float()
@@ -233,11 +306,9 @@ def _score_rollout(
     values = response_values(critic, batch.sequences) * mask if critic is not None else None
     rewards = token_rewards(cfg, batch.scores, mask, old_logprobs, ref_logprobs)
     estimate = compute_advantages(cfg.advantage, rewards, mask, cfg.rollout.group_size, values)
-    group_expectation = (
-        group_expected_probability(old_logprobs, mask, cfg.rollout.group_size)
-        if cfg.policy_loss.ratio_level == "group_expectation"
-        else None
-    )
+    if values is not None:
+        monte_carlo = discounted_returns(rewards, mask, cfg.advantage.gamma)
+        metrics = {**metrics, **critic_metrics(values, estimate.returns, monte_carlo, mask)}
     return RolloutBatch(
         sequences=batch.sequences,
         correct=batch.correct,
@@ -248,6 +319,38 @@ def _score_rollout(
         returns=estimate.returns,
         old_values=values,
         ref_logprobs=ref_logprobs * mask if ref_logprobs is not None else None,
-        group_expectation=group_expectation,
+        group_expectation=_group_expectation(cfg, old_logprobs, mask, step_seed),
         metrics=metrics,
     )
+
+
+def _group_expectation(
+    cfg: RLConfig, old_logprobs: torch.Tensor | None, mask: torch.Tensor, step_seed: int
+) -> torch.Tensor | None:
+    """GEPO's Ê_q[q] per row (B,) over the configured scope; None for the other ratio levels."""
+    if cfg.policy_loss.ratio_level != "group_expectation":
+        return None
+    order = None
+    if cfg.policy_loss.group_expectation_scope == "micro_batch":
+        generator = torch.Generator().manual_seed(derive_seed(step_seed, "group-expectation-chunks"))
+        order = torch.randperm(mask.shape[0], generator=generator).to(mask.device)
+    return group_expected_probability(old_logprobs, mask, cfg.rollout.group_size, order)
+
+
+def critic_metrics(
+    values: torch.Tensor, targets: torch.Tensor, monte_carlo: torch.Tensor, mask: torch.Tensor
+) -> dict[str, float]:
+    """The critic before it learns from a batch: explained variance of its targets, error against the returns.
+
+    values, targets (its λ_critic returns), monte_carlo (λ = 1 returns), mask: (B, T). Explained
+    variance is computed once over the whole batch, and left out when the targets do not vary.
+    """
+    error = values - monte_carlo
+    metrics = {
+        "critic/value_error": masked_mean(error**2, mask).sqrt().item(),
+        "critic/value_bias": masked_mean(error, mask).item(),
+    }
+    explained = explained_variance(values, targets, mask)
+    if explained is not None:
+        metrics["critic/explained_variance"] = explained
+    return metrics

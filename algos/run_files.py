@@ -3,6 +3,7 @@
 config.yaml          the resolved config
 run.json             tags: preset, seed, config hash, git commit, package versions, hardware
 metrics.jsonl        one JSON object per logged step: {"step": n, "<metric>": value, ...}
+critic_metrics.jsonl the critic's reward-model fit and value pretraining before RL, one object per phase step
 final_metrics.json   held-out accuracies of the base and of the final policy, checkpoint path
 checkpoint/          the last resumable checkpoint (see algos.checkpoint)
 """
@@ -19,6 +20,7 @@ import yaml
 CONFIG_FILE = "config.yaml"
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.jsonl"
+CRITIC_METRICS_FILE = "critic_metrics.jsonl"
 FINAL_FILE = "final_metrics.json"
 
 
@@ -35,14 +37,19 @@ def write_config(out: Path, config: Mapping[str, Any]) -> None:
     partial.replace(out / CONFIG_FILE)
 
 
-def append_metrics(out: Path, step: int, metrics: Mapping[str, float]) -> None:
-    with (out / METRICS_FILE).open("a") as handle:
+def append_metrics(out: Path, step: int, metrics: Mapping[str, float], name: str = METRICS_FILE) -> None:
+    with (out / name).open("a") as handle:
         handle.write(json.dumps({"step": step, **metrics}, sort_keys=True) + "\n")
 
 
-def read_metrics(out: Path) -> list[dict[str, float]]:
-    """Every row of ``metrics.jsonl`` in order ([] when the file does not exist)."""
-    path = out / METRICS_FILE
+def clear(out: Path, name: str) -> None:
+    """Remove the file ``name`` of the run directory, if there is one."""
+    (out / name).unlink(missing_ok=True)
+
+
+def read_metrics(out: Path, name: str = METRICS_FILE) -> list[dict[str, float]]:
+    """Every row of ``metrics.jsonl`` (or another metrics file ``name``) in order ([] when it does not exist)."""
+    path = out / name
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -103,3 +103,13 @@ def response_values(critic: PreTrainedModel, batch: SequenceBatch) -> torch.Tens
     response_length = batch.response_ids.shape[1]
     scores = critic(**batch.model_inputs()).logits[..., 0]  # (B, T_prompt + T)
     return scores[:, -response_length - 1 : -1].float()
+
+
+def final_values(critic: PreTrainedModel, batch: SequenceBatch) -> torch.Tensor:
+    """The critic's score after each whole response, read at its last real token: (B,).
+
+    This is where an outcome reward model scores a response (VAPO initialises its value model from one).
+    """
+    scores = critic(**batch.model_inputs()).logits[..., 0]  # (B, T_prompt + T)
+    last = batch.prompt_ids.shape[1] + batch.response_mask.sum(dim=-1) - 1  # (B,)
+    return scores[torch.arange(scores.shape[0], device=scores.device), last].float()

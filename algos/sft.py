@@ -1,21 +1,24 @@
-"""Build the built-in base model: a tiny Llama-architecture LM trained from scratch on solutions of the task.
+"""Build the built-in base model: a tiny Llama-architecture LM trained from scratch on a teacher's responses.
 
-Supervised fine-tuning on ``prompt -> solution <eos>`` (loss on the solution only) runs in two
-phases. The *worked* phase trains on worked solutions only, long enough for the model to learn the
-arithmetic. The *mixed* phase then replaces a share of each batch with answer-only responses
-(``answer 5``), as if the teacher showed its work on only ``worked_fraction`` of the problems, while
-the learning rate decays to zero. A model this small cannot carry a chain without writing it out, so
-its answer-only responses are mostly guesses: sampled at T = 1 it works about ``worked_fraction`` of
-the problems out and mostly gets those right; greedy decoding takes the more frequent answer-only
-style. The base is therefore clearly imperfect in the way pretrained LLMs are before RL: the
-reasoning is there but not reliably used. RL has to learn to work problems out, and, since working
-out the longest chains overruns the generation budget, when not to.
+Supervised fine-tuning on ``prompt -> response <eos>`` (loss on the response only) runs in two
+phases, as a pretrained LLM first learns a skill and then picks up habits. The *worked* phase trains
+on correct worked responses until the arithmetic is learned; the *mixed* phase then trains on the
+teacher's habits while the learning rate decays to zero. The base is therefore imperfect in the way
+pretrained LLMs are before RL: the reasoning is there but not reliably used.
+
+- checked_chain (the default task): the teacher checks lines at a rate drawn per response, slips on
+  multiplications far more often than on additions (``multiply_noise``, ``other_noise``) and now and
+  then falls into a loop of its check line ending in a wrong answer (``loop_share``). Sampled at
+  T = 1, the base imitates all of it: responses of many lengths, a difficulty spread set by the number
+  of multiplications, loops, and checked long chains that overrun the budget.
+- chain: the teacher works out only ``worked_fraction`` of the problems and states the answer alone
+  for the rest, which a model this small mostly guesses.
 
 The directory written holds the model and tokenizer (``save_pretrained``, loadable with
-``AutoModelForCausalLM`` / ``AutoTokenizer``) and ``base_model.json`` with the recipe and its
-measured accuracies.
+``AutoModelForCausalLM`` / ``AutoTokenizer``) and ``base_model.json`` with the recipe and what the
+task gives RL to act on, measured on the base's own samples (:mod:`eval.task_properties`).
 
-Command line: ``python -m algos.sft --out results/base_model [--worked-steps 900] [--seed 0]``.
+Command line: ``python -m algos.sft --out results/base_model [--task chain] [--worked-steps 900] [--seed 0]``.
 """
 
 from __future__ import annotations
@@ -34,9 +37,13 @@ from pydantic.dataclasses import dataclass
 from tqdm import tqdm
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerBase
 
-from algos.config import _STRICT, PositiveInt, TaskConfig
-from eval.accuracy import accuracy, responses, share_correct
-from eval.synthetic import ChainTask, answer_only, grade, is_worked
+from algos.config import _STRICT, PositiveInt, Probability, TaskConfig
+from eval.accuracy import accuracy
+from eval.checked_chain import CheckedChainTask, TeacherStyle, teacher_response
+from eval.records import Problem
+from eval.synthetic import answer_only, grade
+from eval.task_properties import sample_groups, task_properties
+from eval.tasks import DIFFICULTY, BuiltinTask, make_task
 from eval.tokenizer import build_tokenizer
 
 RECIPE_FILE = "base_model.json"
@@ -45,29 +52,49 @@ IGNORE_INDEX = -100
 
 @dataclass(frozen=True, config=_STRICT)
 class BaseModelRecipe:
-    """Architecture and supervised warm-up of the built-in base (defaults: ~0.26 M parameters, ~2 min on 2 cores)."""
+    """Architecture, teacher and supervised warm-up of the built-in base (defaults: ~0.26 M parameters)."""
 
     hidden_size: PositiveInt = Field(64, description="Width of the model.")
     layers: PositiveInt = Field(4, description="Transformer blocks.")
     heads: PositiveInt = Field(4, description="Attention heads (hidden_size must be divisible by it).")
-    worked_steps: PositiveInt = Field(
-        900, description="Steps on worked solutions only; the arithmetic is learned after about 700."
-    )
+    worked_steps: PositiveInt = Field(900, description="Steps on correct worked responses only (the skill).")
     mixed_steps: PositiveInt = Field(
-        150, description="Steps on worked and answer-only solutions mixed; the rate decays linearly towards zero."
+        300, description="Steps on the teacher's habits; the rate decays linearly towards zero."
     )
     worked_fraction: float = Field(
         0.4,
         gt=0,
         le=1,
-        description="Share of each mixed-phase batch that is worked out; the rest states only the answer.",
+        description="chain: share of each mixed-phase batch that is worked out; the rest states only the answer.",
     )
-    batch_size: PositiveInt = Field(64, description="Solutions per step, taken in order from the problem pool.")
+    check_rates: tuple[Probability, ...] = Field(
+        (0.0, 0.25, 0.5, 0.75, 1.0),
+        min_length=1,
+        description="checked_chain: each response checks its lines at one of these rates (drawn per response).",
+    )
+    multiply_noise: Probability = Field(
+        0.45, description="checked_chain, mixed phase: chance that the teacher gets a multiplication wrong."
+    )
+    other_noise: Probability = Field(
+        0.01, description="checked_chain, mixed phase: chance that it gets an addition or subtraction wrong."
+    )
+    loop_share: Probability = Field(
+        0.09, description="checked_chain, mixed phase: share of responses that end in a loop of one check line."
+    )
+    loop_continue: Probability = Field(
+        0.92, description="checked_chain: chance that a loop repeats its check once more (from 3 repetitions on)."
+    )
+    batch_size: PositiveInt = Field(64, description="Responses per step.")
     pool_size: PositiveInt = Field(20_000, description="Distinct training problems, cycled through in order.")
     lr: float = Field(3e-3, gt=0, description="AdamW learning rate, constant after the warm-up until the mixed phase.")
     warmup_fraction: float = Field(0.1, gt=0, lt=1, description="Share of the worked phase spent warming up linearly.")
-    eval_problems: PositiveInt = Field(256, description="Validation problems for the recorded accuracies.")
-    max_new_tokens: PositiveInt = Field(32, description="Budget of the recorded accuracies (the RL default's).")
+    eval_problems: PositiveInt = Field(
+        512, description="Validation problems whose G samples measure the task's properties (and greedy accuracy)."
+    )
+    group_size: PositiveInt = Field(8, description="G, samples per problem for the measured properties.")
+    max_new_tokens: PositiveInt = Field(
+        96, description="Budget of the measured properties (the RL default's; the chain task's is 32)."
+    )
     seed: int = Field(0, description="Seed of initialisation and data.")
     task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
 
@@ -98,12 +125,19 @@ Rows = list[tuple[list[int], list[int]]]
 """(prompt ids, solution ids) pairs."""
 
 
-def tokenize_rows(tokenizer: PreTrainedTokenizerBase, prompts: list[str], solutions: list[str]) -> Rows:
-    """``<bos> prompt`` ids and ``solution <eos>`` ids of each pair (one batched tokenizer call each)."""
+def tokenize_rows(
+    tokenizer: PreTrainedTokenizerBase, prompts: list[str], solutions: list[str], max_tokens: int | None = None
+) -> Rows:
+    """``<bos> prompt`` ids and ``solution <eos>`` ids of each pair (one batched tokenizer call each).
+
+    A solution longer than ``max_tokens`` is cut there and gets no end token: the model learns that
+    such a response goes on.
+    """
     prompt_ids = tokenizer(prompts)["input_ids"]
     solution_ids = tokenizer(solutions, add_special_tokens=False)["input_ids"]
     return [
-        (prompt, solution + [tokenizer.eos_token_id]) for prompt, solution in zip(prompt_ids, solution_ids, strict=True)
+        (prompt, (solution + [tokenizer.eos_token_id])[:max_tokens])
+        for prompt, solution in zip(prompt_ids, solution_ids, strict=True)
     ]
 
 
@@ -134,6 +168,59 @@ class TwoPhaseData:
         return take(self.worked, step * size, self.worked_per_mixed_batch) + take(
             self.answer_only, mixed_step * answer_only_count, answer_only_count
         )
+
+
+class TeacherData:
+    """The SFT batch of each step for checked_chain: the teacher's responses to the next problems of the pool.
+
+    Worked-phase responses are correct (checks, no slips, no loops); mixed-phase responses carry the
+    recipe's slips and loops. Responses are drawn afresh for every step (seeded by step) and
+    length-bucketed within windows of steps of the same phase.
+    """
+
+    WINDOW = 16
+
+    def __init__(
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        problems: list[Problem],
+        recipe: BaseModelRecipe,
+        task: CheckedChainTask,
+    ) -> None:
+        self.tokenizer, self.problems, self.recipe, self.task = tokenizer, problems, recipe, task
+        self.habits = TeacherStyle(
+            recipe.check_rates, recipe.multiply_noise, recipe.other_noise, recipe.loop_share, recipe.loop_continue
+        )
+        self.skill = TeacherStyle(recipe.check_rates)
+        self.longest = recipe.max_new_tokens + 8  # loops beyond the budget are cut and keep going
+        self._cached: tuple[int, dict[int, Rows]] | None = None
+
+    def batch(self, step: int) -> Rows:
+        window = step // self.WINDOW
+        if self._cached is None or self._cached[0] != window:
+            self._cached = (window, self._window(window))
+        return self._cached[1][step]
+
+    def _window(self, window: int) -> dict[int, Rows]:
+        steps = range(window * self.WINDOW, (window + 1) * self.WINDOW)
+        batches: dict[int, Rows] = {}
+        for phase in (
+            [s for s in steps if s < self.recipe.worked_steps],
+            [s for s in steps if s >= self.recipe.worked_steps],
+        ):
+            rows = [row for step in phase for row in self._rows(step)]
+            ordered = length_bucketed(rows, self.recipe.batch_size, self.recipe.seed + window)
+            size = self.recipe.batch_size
+            batches.update({step: ordered[i * size : (i + 1) * size] for i, step in enumerate(phase)})
+        return batches
+
+    def _rows(self, step: int) -> Rows:
+        size = self.recipe.batch_size
+        problems = [self.problems[(step * size + i) % len(self.problems)] for i in range(size)]
+        style = self.skill if step < self.recipe.worked_steps else self.habits
+        rng = random.Random(f"{self.recipe.seed}:teacher:{step}")
+        texts = [teacher_response(p, style, self.task.modulus, rng) for p in problems]
+        return tokenize_rows(self.tokenizer, [p.prompt for p in problems], texts, self.longest)
 
 
 def learning_rate_factor(recipe: BaseModelRecipe, step: int) -> float:
@@ -176,21 +263,29 @@ def sft_batch(rows: Rows, pad_token_id: int) -> dict[str, torch.Tensor]:
     return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
 
 
-def build_base_model(recipe: BaseModelRecipe, out: Path) -> dict:
-    """Train the base per ``recipe``, save it with its tokenizer to ``out``, and return the record written."""
-    started = time.perf_counter()
-    torch.manual_seed(recipe.seed)
-    task = ChainTask(recipe.task.min_steps, recipe.task.max_steps, recipe.task.modulus)
-    tokenizer = build_tokenizer(task)
-    longest = 1 + task.prompt_tokens() + task.solution_tokens(task.max_steps) + 1
-    model = LlamaForCausalLM(model_config(recipe, tokenizer, max_length=max(256, 2 * longest)))
+def sft_data(
+    recipe: BaseModelRecipe, tokenizer: PreTrainedTokenizerBase, task: BuiltinTask
+) -> TwoPhaseData | TeacherData:
+    """The recipe's teacher for ``task``, on a pool of training problems."""
     problems = task.problems("train", recipe.pool_size, seed=recipe.seed)
+    if isinstance(task, CheckedChainTask):
+        return TeacherData(tokenizer, problems, recipe, task)
     prompts = [p.prompt for p in problems]
-    data = TwoPhaseData(
+    return TwoPhaseData(
         worked=tokenize_rows(tokenizer, prompts, [p.solution for p in problems]),
         answer_only=tokenize_rows(tokenizer, prompts, [answer_only(p.answer) for p in problems]),
         recipe=recipe,
     )
+
+
+def build_base_model(recipe: BaseModelRecipe, out: Path) -> dict:
+    """Train the base per ``recipe``, save it with its tokenizer to ``out``, and return the record written."""
+    started = time.perf_counter()
+    torch.manual_seed(recipe.seed)
+    task = make_task(recipe.task)
+    tokenizer = build_tokenizer(task.vocabulary())
+    model = LlamaForCausalLM(model_config(recipe, tokenizer, max_length=512))
+    data = sft_data(recipe, tokenizer, task)
     optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate_factor(recipe, step))
     model.train()
@@ -208,13 +303,8 @@ def build_base_model(recipe: BaseModelRecipe, out: Path) -> dict:
     train_seconds = time.perf_counter() - started
 
     validation = task.problems("validation", recipe.eval_problems, seed=recipe.seed)
-    sampled = responses(
-        model,
-        tokenizer,
-        validation,
-        recipe.max_new_tokens,
-        greedy=False,
-        generator=torch.Generator().manual_seed(recipe.seed),
+    samples = sample_groups(
+        model, tokenizer, validation, grade, recipe.group_size, recipe.max_new_tokens, seed=recipe.seed
     )
     record = {
         "recipe": dataclasses.asdict(recipe),
@@ -222,8 +312,8 @@ def build_base_model(recipe: BaseModelRecipe, out: Path) -> dict:
         "final_sft_loss": loss.item(),
         "train_seconds": round(train_seconds, 1),
         "validation_accuracy_greedy": accuracy(model, tokenizer, validation, grade, recipe.max_new_tokens, greedy=True),
-        "validation_accuracy_t1": share_correct(sampled, validation, grade),
-        "validation_worked_share_t1": sum(map(is_worked, sampled)) / len(sampled),
+        "validation_accuracy_t1": samples.correct.float().mean().item(),
+        "properties": task_properties(samples, DIFFICULTY[recipe.task.name]),
     }
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
@@ -236,30 +326,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m algos.sft", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="directory to write the model and tokenizer to")
     defaults = BaseModelRecipe()
-    parser.add_argument(
-        "--worked-steps", type=int, default=defaults.worked_steps, help="steps on worked solutions only"
-    )
-    parser.add_argument(
-        "--mixed-steps", type=int, default=defaults.mixed_steps, help="steps on the worked/answer-only mix"
-    )
-    parser.add_argument(
-        "--worked-fraction", type=float, default=defaults.worked_fraction, help="worked share of a mixed-phase batch"
-    )
-    parser.add_argument("--hidden-size", type=int, default=defaults.hidden_size, help="model width")
-    parser.add_argument("--layers", type=int, default=defaults.layers, help="transformer blocks")
-    parser.add_argument("--seed", type=int, default=defaults.seed, help="seed of initialisation and data")
+    parser.add_argument("--task", default=defaults.task.name, help="built-in task: checked_chain or chain")
+    parser.add_argument("--min-steps", type=int, default=None, help="fewest operations (the task's default)")
+    parser.add_argument("--max-steps", type=int, default=None, help="most operations (the task's default)")
+    for name in ("worked_steps", "mixed_steps", "hidden_size", "layers", "max_new_tokens", "seed"):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
+    for name in ("worked_fraction", "multiply_noise", "other_noise", "loop_share", "loop_continue", "lr"):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
     args = parser.parse_args(argv)
     try:
-        recipe = BaseModelRecipe(
-            hidden_size=args.hidden_size,
-            layers=args.layers,
-            worked_steps=args.worked_steps,
-            mixed_steps=args.mixed_steps,
-            worked_fraction=args.worked_fraction,
-            seed=args.seed,
+        task = TaskConfig(
+            name=args.task,
+            **{key: value for key in ("min_steps", "max_steps") if (value := getattr(args, key)) is not None},
         )
+        fields = {f.name for f in dataclasses.fields(BaseModelRecipe)} - {"task"}
+        recipe = BaseModelRecipe(task=task, **{k: v for k, v in vars(args).items() if k in fields})
     except ValidationError as exc:
-        problems = "; ".join(f"{error['loc'][0]}: {error['msg']}" for error in exc.errors())
+        problems = "; ".join(f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors())
         print(f"error: {problems}", file=sys.stderr)
         return 2
     record = build_base_model(recipe, args.out)

@@ -16,11 +16,13 @@ class SurrogateStats:
     clip_frac_low: tokens with Â < 0 whose ratio fell below 1 − ε_low (the clip is active).
     clip_frac_high: tokens with Â > 0 whose ratio rose above 1 + ε_high (the clip is active).
     dual_clip_frac: tokens with Â < 0 where the dual-clip bound −c·Â is the loss.
+    up_clipped: (B, T) bool, where the upper clip is active (counted by clip_frac_high on real tokens).
     """
 
     clip_frac_low: torch.Tensor
     clip_frac_high: torch.Tensor
     dual_clip_frac: torch.Tensor
+    up_clipped: torch.Tensor
 
 
 def clipped_surrogate(
@@ -48,9 +50,11 @@ def clipped_surrogate(
         dual_active = negative & (loss > bound)
         loss = torch.where(negative, torch.minimum(loss, bound), loss)
     with torch.no_grad():
+        up_clipped = (ratio > 1.0 + eps_high) & (advantages > 0)
         stats = SurrogateStats(
             clip_frac_low=masked_mean(((ratio < 1.0 - eps_low) & (advantages < 0)).float(), mask),
-            clip_frac_high=masked_mean(((ratio > 1.0 + eps_high) & (advantages > 0)).float(), mask),
+            clip_frac_high=masked_mean(up_clipped.float(), mask),
             dual_clip_frac=masked_mean(dual_active.float(), mask),
+            up_clipped=up_clipped,
         )
     return loss, stats

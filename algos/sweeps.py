@@ -59,7 +59,7 @@ SAMPLERS = ("tpe", "random")
 PRUNERS = ("median", "none")
 REQUIRED = ("title", "preset", "space", "trials")
 JOURNAL_FILE = "study.journal"
-OBJECTIVE = re.compile(r"^eval/(?P<split>[a-z0-9_]+)/accuracy_(greedy|t1)$")
+OBJECTIVE = re.compile(r"^eval/(?P<split>[a-z0-9_]+)/accuracy_(?P<mode>greedy|t1)$")
 
 
 @dataclass(frozen=True)
@@ -223,10 +223,10 @@ def _check_values(path: Path, spec: SweepSpec) -> None:
     except (ConfigError, ValidationError, ValueError) as exc:
         raise ConfigError(f"{path}: the preset and budget do not give a valid config: {exc}") from None
     match = OBJECTIVE.match(spec.metric)
-    if not match or match["split"] not in base.run.eval_splits:
+    if not match or match["split"] not in base.run.eval_splits or match["mode"] not in base.run.eval_modes:
         raise ConfigError(
-            f"{path}: objective metric '{spec.metric}' is not eval/<split>/accuracy_greedy or accuracy_t1 of an "
-            f"evaluated split ({', '.join(base.run.eval_splits)})"
+            f"{path}: objective metric '{spec.metric}' is not eval/<split>/accuracy_<mode> of an evaluated split "
+            f"({', '.join(base.run.eval_splits)}) and mode ({', '.join(base.run.eval_modes)})"
         )
     if not base.run.eval_every:
         raise ConfigError(f"{path}: the budget needs run.eval_every > 0 so that trials report intermediate values")

@@ -8,8 +8,10 @@ Each step:
   4. E epochs x M mini-batch updates of the composed loss (``algos.loss``);
   5. log metrics (MLflow and ``metrics.jsonl``), evaluate held-out accuracy every few steps,
      checkpoint.
-A critic with ``critic.pretrain_steps`` is first fitted alone to Monte-Carlo returns of the initial
-policy (VAPO's value pretraining). Everything random is seeded per (seed, step, purpose), so a run
+A critic is first fitted alone on rollouts of the initial policy: as an outcome reward model with
+``critic.init=reward_model``, then to Monte-Carlo returns for ``critic.pretrain_steps`` (VAPO's value
+pretraining); those phases' metrics go to ``critic_metrics.jsonl``, and the critic RL starts from is
+measured at step 0. The actor's learning rate warms up linearly over ``optim.lr_warmup_steps``. Everything random is seeded per (seed, step, purpose), so a run
 is deterministic on CPU and a killed run resumed from its checkpoint ends exactly where an
 uninterrupted one does.
 
@@ -46,11 +48,12 @@ from algos.guardrails import warn_about
 from algos.models import ModelNotFoundError, load_critic, load_policy, load_tokenizer, uses_chat_template
 from algos.presets import ConfigError, config_to_dict, flatten, load_config
 from algos.provenance import run_tags
+from algos.reward_model import fit_reward_model
 from algos.rewards import token_rewards
 from algos.rollout import collect_rollout
 from algos.seeding import derive_seed
 from algos.tracking import Tracker, make_tracker
-from algos.update import Learner, update
+from algos.update import Learner, update, warmup_factor
 from eval.accuracy import Verifier, accuracy
 from eval.records import Problem
 from eval.tasks import TaskData, builtin_task, problem_list_task
@@ -100,20 +103,22 @@ def _peak_memory_mb(device: torch.device) -> float:
 def evaluate(
     cfg: RLConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, task: TaskData, chat: bool, step: int
 ) -> dict[str, float]:
-    """Held-out accuracy per evaluation split, greedy and one sample at T = 1 (the final sets at the last step)."""
+    """Held-out accuracy per evaluation split and mode (greedy, one sample at T = 1); the final sets at the last step."""
     device = next(policy.parameters()).device
     metrics = {}
     for split, problems in task.held_out(final=step == cfg.run.steps).items():
         if not problems:
             continue
         common = dict(max_new_tokens=cfg.rollout.max_new_tokens, chat=chat)
-        metrics[f"eval/{split}/accuracy_greedy"] = accuracy(
-            policy, tokenizer, problems, task.verifier, greedy=True, **common
-        )
-        generator = torch.Generator(device).manual_seed(derive_seed(cfg.seed, "eval", step, split))
-        metrics[f"eval/{split}/accuracy_t1"] = accuracy(
-            policy, tokenizer, problems, task.verifier, greedy=False, temperature=1.0, generator=generator, **common
-        )
+        if "greedy" in cfg.run.eval_modes:
+            metrics[f"eval/{split}/accuracy_greedy"] = accuracy(
+                policy, tokenizer, problems, task.verifier, greedy=True, **common
+            )
+        if "t1" in cfg.run.eval_modes:
+            generator = torch.Generator(device).manual_seed(derive_seed(cfg.seed, "eval", step, split))
+            metrics[f"eval/{split}/accuracy_t1"] = accuracy(
+                policy, tokenizer, problems, task.verifier, greedy=False, temperature=1.0, generator=generator, **common
+            )
     return metrics
 
 
@@ -142,15 +147,27 @@ class _StalePolicy:
         return self.sampler
 
 
-def _pretrain_critic(
+def _prepare_critic(
     cfg: RLConfig,
     learner: Learner,
     accelerator: Accelerator,
     tokenizer: PreTrainedTokenizerBase,
     task: TaskData,
     chat: bool,
+    log_phase: Callable[[int, dict[str, float]], None],
 ) -> None:
-    """VAPO's value pretraining: critic-only updates towards Monte-Carlo returns of the initial policy."""
+    """The critic before RL: fitted as a reward model (``critic.init=reward_model``), then value-pretrained.
+
+    Both phases learn from rollouts of the initial policy. Value pretraining (VAPO) makes
+    critic-only updates towards Monte-Carlo returns. Every phase step's metrics go to ``log_phase``:
+    ``reward_model/…`` and ``value_pretraining/…`` (the critic before that step's update, and its loss).
+    """
+    if cfg.critic.init == "reward_model":
+        for index in range(cfg.critic.reward_model_steps):
+            seed = derive_seed(cfg.seed, "reward-model", index)
+            batch = collect_rollout(cfg, seed, learner.policy, tokenizer, task, chat, critic=learner.critic)
+            if batch.size:
+                log_phase(index, fit_reward_model(cfg, learner.critic, learner.critic_optimizer, accelerator, batch))
     for index in range(cfg.critic.pretrain_steps):
         seed = derive_seed(cfg.seed, "pretrain", index)
         batch = collect_rollout(cfg, seed, learner.policy, tokenizer, task, chat, critic=learner.critic)
@@ -159,7 +176,28 @@ def _pretrain_critic(
         mask = batch.sequences.response_mask.float()
         rewards = token_rewards(cfg, batch.scores, mask, batch.old_logprobs, batch.ref_logprobs)
         targets = discounted_returns(rewards, mask, cfg.advantage.gamma)
-        update(cfg, dataclasses.replace(batch, returns=targets), learner, accelerator, seed, critic_only=True)
+        metrics = {
+            **batch.metrics,
+            **update(cfg, dataclasses.replace(batch, returns=targets), learner, accelerator, seed, critic_only=True),
+        }
+        log_phase(
+            index,
+            {
+                key.replace("critic/", "value_pretraining/"): v
+                for key, v in metrics.items()
+                if key.startswith("critic/")
+            },
+        )
+
+
+def _critic_probe(
+    cfg: RLConfig, learner: Learner, tokenizer: PreTrainedTokenizerBase, task: TaskData, chat: bool
+) -> dict[str, float]:
+    """The critic RL starts from, measured on a fresh rollout of the initial policy (no update)."""
+    batch = collect_rollout(
+        cfg, derive_seed(cfg.seed, "critic-probe"), learner.policy, tokenizer, task, chat, critic=learner.critic
+    )
+    return {key: value for key, value in batch.metrics.items() if key.startswith("critic/")}
 
 
 def train(
@@ -183,7 +221,7 @@ def train(
     cfg, out = config, Path(out)
     out.mkdir(parents=True, exist_ok=True)
     task = _task_data(cfg, problems, eval_problems, verifier)
-    warnings = warn_about(cfg, task.longest_solution_tokens)
+    warnings = warn_about(cfg, task.longest_response_tokens)
     accelerator = _accelerator(cfg)
     resumed: Checkpoint | None = latest_checkpoint(out)
     state = resumed.state() if resumed else {}
@@ -219,7 +257,7 @@ def train(
         tracker.log_params(flatten(config_to_dict(cfg)))
         tracker.log_artifact(out / run_files.CONFIG_FILE)
 
-    def checkpoint(step: int, train_seconds: float) -> Checkpoint:
+    def checkpoint(step: int, train_seconds: float, samples_generated: int) -> Checkpoint:
         return save_checkpoint(
             out,
             accelerator.unwrap_model(learner.policy),
@@ -231,6 +269,7 @@ def train(
                 "critic_optimizer": learner.critic_optimizer.state_dict() if learner.critic_optimizer else None,
                 "snapshots": list(stale.snapshots),
                 "train_seconds": train_seconds,
+                "samples_generated": samples_generated,
                 "tracker_run_id": tracker.run_id,
             },
         )
@@ -239,11 +278,20 @@ def train(
         run_files.append_metrics(out, step, metrics)
         tracker.log_metrics(metrics, step)
 
+    def log_critic_phase(index: int, metrics: dict[str, float]) -> None:
+        run_files.append_metrics(out, index, metrics, run_files.CRITIC_METRICS_FILE)
+        tracker.log_metrics(metrics, index)
+
     train_seconds = state.get("train_seconds", 0.0)
+    samples_generated = state.get("samples_generated", 0)
     if not resumed:
-        _pretrain_critic(cfg, learner, accelerator, tokenizer, task, chat)
-        log_step(0, evaluate(cfg, accelerator.unwrap_model(policy), tokenizer, task, chat, 0))
-        latest = checkpoint(0, train_seconds)
+        run_files.clear(out, run_files.CRITIC_METRICS_FILE)  # left by an attempt killed before its first checkpoint
+        initial = {}
+        if learner.critic is not None:
+            _prepare_critic(cfg, learner, accelerator, tokenizer, task, chat, log_critic_phase)
+            initial = _critic_probe(cfg, learner, tokenizer, task, chat)
+        log_step(0, {**initial, **evaluate(cfg, accelerator.unwrap_model(policy), tokenizer, task, chat, 0)})
+        latest = checkpoint(0, train_seconds, samples_generated)
     else:
         latest = resumed
 
@@ -252,11 +300,14 @@ def train(
         for step in range(start, cfg.run.steps + 1):
             step_started = time.perf_counter()
             step_seed = derive_seed(cfg.seed, "step", step)
+            for group in optimizer.param_groups:
+                group["lr"] = cfg.optim.lr * warmup_factor(step, cfg.optim.lr_warmup_steps)
             batch = collect_rollout(
                 cfg, step_seed, stale.current_sampler(), tokenizer, task, chat, reference, learner.critic
             )
             update_started = time.perf_counter()
-            metrics = dict(batch.metrics)
+            samples_generated += int(batch.metrics["rollout/samples_generated"])
+            metrics = {**batch.metrics, "rollout/samples_generated_total": float(samples_generated)}
             metrics.update(update(cfg, batch, learner, accelerator, step_seed, stale.record_update))
             update_seconds = time.perf_counter() - update_started
             trained_tokens = batch.sequences.tokens * cfg.optim.epochs
@@ -273,7 +324,7 @@ def train(
                 metrics.update(evaluate(cfg, accelerator.unwrap_model(policy), tokenizer, task, chat, step))
             log_step(step, metrics)
             if step == cfg.run.steps or (cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0):
-                latest = checkpoint(step, train_seconds)
+                latest = checkpoint(step, train_seconds, samples_generated)
             if on_evaluation is not None and any(key.startswith("eval/") for key in metrics):
                 try:
                     on_evaluation(step, metrics)
@@ -287,8 +338,9 @@ def train(
 
     final = _final_metrics(out, latest)
     run_files.write_json(out / run_files.FINAL_FILE, final)
-    for name in (run_files.FINAL_FILE, run_files.METRICS_FILE):
-        tracker.log_artifact(out / name)
+    for name in (run_files.FINAL_FILE, run_files.METRICS_FILE, run_files.CRITIC_METRICS_FILE):
+        if (out / name).is_file():
+            tracker.log_artifact(out / name)
     tracker.finish("FINISHED")
     return TrainResult(metrics=final, checkpoint=latest.policy, out=out)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,6 +40,14 @@ class Learner:
     optimizer: torch.optim.Optimizer
     critic: PreTrainedModel | None = None
     critic_optimizer: torch.optim.Optimizer | None = None
+
+
+def warmup_factor(step: int, warmup_steps: int) -> float:
+    """The actor's learning-rate multiplier at rollout step ``step`` (1-based): min(1, step / warmup_steps).
+
+    Linear warm-up, then constant (DAPO §4.1, VAPO §5.1); 1 throughout when ``warmup_steps`` is 0.
+    """
+    return min(1.0, step / warmup_steps) if warmup_steps else 1.0
 
 
 def _micro_batches(cfg: RLConfig, rows: torch.Tensor, lengths: torch.Tensor) -> list[torch.Tensor]:
@@ -140,6 +149,7 @@ def update(
     if learner.critic is not None:
         learner.critic.train()
     updates: list[dict[str, float]] = []
+    token_values: dict[str, list[torch.Tensor]] = defaultdict(list)
     lengths = batch.sequences.response_mask.sum(dim=-1)  # (B,)
     for epoch in range(cfg.optim.epochs):
         generator = torch.Generator().manual_seed(derive_seed(step_seed, "epoch", epoch))
@@ -156,6 +166,8 @@ def update(
                 if finite:
                     accelerator.backward(output.total if not critic_only else output.value)
                 micro_metrics.append((output.metrics, float(batch.sequences.response_mask[micro].sum())))
+                for key, values in output.token_values.items():
+                    token_values[key].append(values)
             metrics = _merge_micro(micro_metrics)
             metrics.update(_optimizer_step(cfg, learner, accelerator, finite, critic_only))
             updates.append(metrics)
@@ -163,4 +175,26 @@ def update(
                 after_optimizer_step()
     step_metrics = {key: sum(u.get(key, 0.0) for u in updates) / len(updates) for key in updates[0]}
     step_metrics["actor/nonfinite_skipped"] = sum(u["actor/nonfinite_skipped"] for u in updates)
+    if critic_only:
+        return {key: value for key, value in step_metrics.items() if key.startswith("critic/")}
+    step_metrics["actor/approx_kl_old_max"] = max(u["actor/approx_kl_old"] for u in updates)
+    step_metrics.update(token_statistics(token_values))
     return step_metrics
+
+
+def token_statistics(token_values: dict[str, list[torch.Tensor]]) -> dict[str, float]:
+    """Statistics over every loss token of a step's updates (each list holds one 1-D tensor per micro-batch).
+
+    actor/ratio_mean, _max, _var: the importance weights (population variance). actor/clip_high_prob_mean:
+    mean sampling probability of the up-clipped tokens (DAPO Fig. 3a). A statistic of no tokens is left out.
+    """
+    ratios = torch.cat([torch.zeros(0), *(v.float().cpu() for v in token_values.get("actor/ratio", []))])
+    clipped = torch.cat([torch.zeros(0), *(v.float().cpu() for v in token_values.get("actor/clip_high_prob", []))])
+    metrics = {}
+    if ratios.numel():
+        metrics["actor/ratio_mean"] = ratios.mean().item()
+        metrics["actor/ratio_max"] = ratios.max().item()
+        metrics["actor/ratio_var"] = ratios.var(unbiased=False).item()
+    if clipped.numel():
+        metrics["actor/clip_high_prob_mean"] = clipped.mean().item()
+    return metrics

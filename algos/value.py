@@ -29,13 +29,18 @@ def value_loss(
     return 0.5 * torch.maximum(unclipped, clipped), clip_frac
 
 
-def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """1 − Var(R − V) / Var(R) over real tokens; 1 is a perfect critic, ≤ 0 no better than a constant.
+def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float | None:
+    """1 − Var(R − V) / Var(R) over the real tokens of a whole batch; 1 is a perfect critic, ≤ 0 no better than a constant.
 
-    values, returns, mask: (B, T). Returns a scalar; NaN when the returns have no variance.
+    values, returns, mask: (B, T). None when the returns do not vary (the ratio is undefined), so a
+    batch of equal returns is never reported as −inf or NaN. Compute it over a whole batch: over a
+    slice (a micro-batch, a length bucket) the returns are often all equal.
     """
 
     def variance(x: torch.Tensor) -> torch.Tensor:
         return masked_mean((x - masked_mean(x, mask)) ** 2, mask)
 
-    return 1.0 - variance(returns - values) / variance(returns)
+    spread = variance(returns)
+    if not bool(spread > 0):
+        return None
+    return (1.0 - variance(returns - values) / spread).item()

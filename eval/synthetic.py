@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from eval.records import Problem
@@ -66,28 +67,21 @@ class ChainTask:
         """Length in tokens of the worked solution of a ``steps``-operation problem."""
         return LINE_TOKENS * steps + 3
 
+    def vocabulary(self) -> list[str]:
+        """Every word a prompt or response uses (one token each)."""
+        return [*(str(n) for n in range(self.modulus)), *OPERATIONS, "=", BLANK, FILLER, PROMPT_END, "answer"]
+
+    def longest_response_tokens(self) -> int:
+        """The longest response the format allows: the longest worked solution and its end-of-sequence token."""
+        return self.solution_tokens(self.max_steps) + 1
+
     def prompt_tokens(self) -> int:
         """Length in tokens of every prompt (the worksheet has ``max_steps`` lines)."""
         return LINE_TOKENS * self.max_steps + 2
 
     def problems(self, split: str, count: int, seed: int = 0) -> list[Problem]:
         """``count`` distinct problems of ``split``, deterministic in (task knobs, split, count, seed)."""
-        if split not in SPLITS:
-            raise ValueError(f"unknown split '{split}'; valid splits: {', '.join(SPLITS)}")
-        rng = random.Random(f"{seed}:{split}")
-        seen: set[str] = set()
-        found: list[Problem] = []
-        attempts = 0
-        while len(found) < count:
-            attempts += 1
-            if attempts > 1000 * count + 10_000:
-                raise ValueError(f"the task has too few distinct {split} problems for {count}; widen the step range")
-            problem = self._sample(rng)
-            if problem.prompt in seen or split_of(problem.prompt) != split:
-                continue
-            seen.add(problem.prompt)
-            found.append(problem)
-        return found
+        return draw_problems(self._sample, split, count, seed)
 
     def _sample(self, rng: random.Random) -> Problem:
         steps = rng.randint(self.min_steps, self.max_steps)
@@ -105,6 +99,29 @@ class ChainTask:
         return Problem(
             id=f"chain-{digest}", prompt=prompt, answer=str(value), solution=solution, metadata={"steps": steps}
         )
+
+
+def draw_problems(sample: Callable[[random.Random], Problem], split: str, count: int, seed: int = 0) -> list[Problem]:
+    """``count`` distinct problems of ``split`` drawn with ``sample`` from a generator seeded by (seed, split).
+
+    Problems whose text hashes to another split are skipped, so splits never share a problem.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"unknown split '{split}'; valid splits: {', '.join(SPLITS)}")
+    rng = random.Random(f"{seed}:{split}")
+    seen: set[str] = set()
+    found: list[Problem] = []
+    attempts = 0
+    while len(found) < count:
+        attempts += 1
+        if attempts > 1000 * count + 10_000:
+            raise ValueError(f"the task has too few distinct {split} problems for {count}; widen the step range")
+        problem = sample(rng)
+        if problem.prompt in seen or split_of(problem.prompt) != split:
+            continue
+        seen.add(problem.prompt)
+        found.append(problem)
+    return found
 
 
 def split_of(prompt: str) -> str:

@@ -1,7 +1,7 @@
 """What a run trains and evaluates on: a source of training prompts, held-out sets and a verifier.
 
-The built-in chained-arithmetic task is one such source; a user's own problems (prompts with
-answers) and verifier are another. The verifier that grades evaluation is the one that computes
+The built-in tasks (the checked chain, the default, and the worksheet chain) are such sources; a
+user's own problems (prompts with answers) and verifier are another. The verifier that grades evaluation is the one that computes
 the training reward, so the two can never disagree.
 """
 
@@ -13,8 +13,14 @@ from dataclasses import dataclass
 
 from algos.config import TaskConfig
 from eval.accuracy import Verifier
+from eval.checked_chain import CheckedChainTask
 from eval.records import Problem
 from eval.synthetic import ChainTask, grade
+
+BuiltinTask = CheckedChainTask | ChainTask
+
+DIFFICULTY = {"checked_chain": "multiplications", "chain": "steps"}
+"""Task name -> the problem metadata key that grades its difficulty."""
 
 EVAL_SET_SEED = 0
 """Held-out sets do not depend on the run's seed, so runs with different seeds are scored on the same problems."""
@@ -30,7 +36,7 @@ class TaskData:
     sample_train: Callable[[int, int], list[Problem]]
     evaluation: Mapping[str, Sequence[Problem]]
     verifier: Verifier
-    longest_solution_tokens: int | None = None
+    longest_response_tokens: int | None = None
     final_evaluation: Mapping[str, Sequence[Problem]] | None = None
 
     def held_out(self, final: bool) -> Mapping[str, Sequence[Problem]]:
@@ -38,15 +44,22 @@ class TaskData:
         return self.final_evaluation if final and self.final_evaluation is not None else self.evaluation
 
 
+def make_task(cfg: TaskConfig) -> BuiltinTask:
+    """The built-in task ``cfg`` names, with its knobs."""
+    if cfg.name == "chain":
+        return ChainTask(cfg.min_steps, cfg.max_steps, cfg.modulus)
+    return CheckedChainTask(cfg.min_steps, cfg.max_steps, cfg.modulus, cfg.multiply_share)
+
+
 def builtin_task(
     cfg: TaskConfig, splits: Sequence[str], eval_problems: int, final_eval_problems: int | None = None
 ) -> TaskData:
-    """The chained-arithmetic task with the configured difficulty.
+    """The configured built-in task as training prompts, held-out sets and its verifier.
 
     A split's first ``eval_problems`` problems do not depend on how many are drawn, so the final
     held-out set of ``final_eval_problems`` extends the earlier evaluations' set: one draw serves both.
     """
-    task = ChainTask(cfg.min_steps, cfg.max_steps, cfg.modulus)
+    task = make_task(cfg)
     drawn = {
         split: task.problems(split, max(eval_problems, final_eval_problems or 0), seed=EVAL_SET_SEED)
         for split in splits
@@ -55,7 +68,7 @@ def builtin_task(
         sample_train=lambda count, seed: task.problems("train", count, seed),
         evaluation={split: problems[:eval_problems] for split, problems in drawn.items()},
         verifier=grade,
-        longest_solution_tokens=task.solution_tokens(cfg.max_steps) + 1,
+        longest_response_tokens=task.longest_response_tokens(),
         final_evaluation=None
         if final_eval_problems is None
         else {split: problems[:final_eval_problems] for split, problems in drawn.items()},

@@ -1,12 +1,14 @@
 """A real Hugging Face tokenizer for the built-in task, built with ``tokenizers``.
 
-Word-level over whitespace-separated symbols: every number below the task's modulus, the three
-operations, ``=``, the worksheet's ``?``, ``.`` and ``;`` and ``answer`` are one token each. It is wrapped in
+Word-level over whitespace-separated symbols: every word of the task's vocabulary (numbers below its
+modulus, operations, punctuation, ``answer``, ...) is one token. It is wrapped in
 ``PreTrainedTokenizerFast`` so that it saves with ``save_pretrained`` and loads back with
 ``AutoTokenizer.from_pretrained``, like any hub tokenizer.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from tokenizers import Tokenizer, decoders
 from tokenizers.models import WordLevel
@@ -14,17 +16,15 @@ from tokenizers.pre_tokenizers import WhitespaceSplit
 from tokenizers.processors import TemplateProcessing
 from transformers import PreTrainedTokenizerFast
 
-from eval.synthetic import BLANK, FILLER, OPERATIONS, PROMPT_END, ChainTask
-
 SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>"}
 
 
-def build_tokenizer(task: ChainTask) -> PreTrainedTokenizerFast:
-    """The task's tokenizer: special tokens first, then numbers, operations and punctuation.
+def build_tokenizer(vocabulary: Sequence[str]) -> PreTrainedTokenizerFast:
+    """A tokenizer of the task's ``vocabulary`` (its ``vocabulary()``): special tokens first, then the words.
 
     Encoding adds ``<bos>`` in front (as a causal LM's prompt expects); ``<eos>`` ends a response.
     """
-    words = [*SPECIAL_TOKENS.values(), *(str(n) for n in range(task.modulus)), *OPERATIONS, "=", BLANK, FILLER, PROMPT_END, "answer"]
+    words = [*SPECIAL_TOKENS.values(), *vocabulary]
     vocab = {word: index for index, word in enumerate(words)}
     core = Tokenizer(WordLevel(vocab, unk_token=SPECIAL_TOKENS["unk_token"]))
     core.pre_tokenizer = WhitespaceSplit()

@@ -3,9 +3,14 @@
 The table keeps the paper's row order: paper | ours, mean [95% CI] (n) | Δ to the compared row [CI]
 | P(improvement) | agrees with the paper's direction? Ours is the spec's metric at the final step
 of each run (declared up front, never the best step); Δ is paired by seed when both rows ran the
-same seeds. Below the table: curves with seed bands, then the provenance of every number (git
-commits, config hashes, package versions, hardware, seeds, wall time, run ids). Nothing is rerun:
-reports read ``final_metrics.json``, ``metrics.jsonl`` and ``run.json`` of each run directory.
+same seeds. Beside it, the endpoint table measures what the spec declared each row is judged by
+(:mod:`reports.endpoints`), and the diagnostics table what each run can be checked by on its own.
+Then: figure panels per endpoint, accuracy against responses generated for dynamic-sampling rows,
+curves with seed bands, and the provenance of every number (the spec file's hash, git commits,
+config hashes, package versions, hardware, seeds, wall time, run ids). Warnings on top name a spec
+edited since its last commit, dynamic-sampling steps that trained short and non-finite values.
+Nothing is rerun: reports read ``config.yaml``, ``final_metrics.json``, ``metrics.jsonl`` and
+``run.json`` of each run directory.
 
 Benchmarks on which the runs' final policies were scored (``<eval>/<spec>/<row>/seed<n>/<benchmark>/``,
 written by :mod:`eval.evaluate`) add one column each, mean [95% CI] (n) of the benchmark's headline
@@ -25,12 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from algos.ablations import AblationSpec, Row, read_spec
 from algos.presets import ConfigError
-from algos.run_files import FINAL_FILE, RUN_FILE
+from algos.run_files import CONFIG_FILE, FINAL_FILE, RUN_FILE
+from algos.sft import RECIPE_FILE
+from eval.task_properties import TARGETS, within_target
+from reports import endpoints
 from reports.benchmarks import Score, protocol_summary, read_score
 from reports.figures import figure_grid
-from reports.pages import Page, run_report, write_page
+from reports.pages import Page, Table, run_report, write_page
 from reports.stats import (
     Comparison,
     Direction,
@@ -194,6 +204,42 @@ def provenance(spec: AblationSpec, results: list[RowResult]) -> dict[str, Any]:
     }
 
 
+def base_model_table(results: list[RowResult]) -> Table | None:
+    """What the task gave RL to act on: the measured properties of the base the runs started from, if it is built-in."""
+    configs = [run / CONFIG_FILE for result in results for run in result.runs if (run / CONFIG_FILE).is_file()]
+    if not configs:
+        return None
+    source = Path(yaml.safe_load(configs[0].read_text())["model"]["name_or_path"]) / RECIPE_FILE
+    if not source.is_file():
+        return None
+    measured = json.loads(source.read_text()).get("properties", {})
+    cells = [
+        [
+            key,
+            description,
+            _target_text(low, high),
+            f"{measured[key]:.3g}",
+            "yes" if within_target(key, measured[key]) else "no",
+        ]
+        for key, (low, high, description) in TARGETS.items()
+        if key in measured
+    ]
+    note = (
+        f"Measured on the base's own samples ({measured.get('problems')} validation problems x "
+        f"G = {measured.get('group_size')} at T = 1), read from {source}."
+    )
+    return Table("What the task gives RL to act on: the base model's properties", BASE_HEADER, cells, note)
+
+
+BASE_HEADER = ["property", "what it is", "target", "base", "within?"]
+
+
+def _target_text(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"{low:g}–{high:g}"
+    return f"≥ {low:g}" if low is not None else f"≤ {high:g}"
+
+
 def introduction(spec: AblationSpec) -> str:
     """What the table compares: the paper's metric and ours, and the kind of table."""
     return (
@@ -203,6 +249,16 @@ def introduction(spec: AblationSpec) -> str:
 
 
 NOTE = "95% CIs are percentile bootstraps over seeds; P(improvement) is P(row > compared row) over seed pairs."
+ENDPOINT_NOTE = (
+    "Each run's value is the metric's mean over the window's steps (declared in the spec before the runs; scaled "
+    "with the campaign's step count); Δ is paired by seed. agrees: the CI of Δ lies on the side the paper argues; "
+    "disagrees: on the other side; inconclusive: it holds 0 or a side has one run."
+)
+DIAGNOSTIC_NOTE = (
+    "Means over seeds of each run's mean over its RL steps (short DS steps: the sum; critic error: its RMS error "
+    "against Monte-Carlo returns at step 0, the critic RL starts from). These are the quantities a setting may be "
+    "tuned on, each read within its own row."
+)
 
 
 def write_report(
@@ -221,14 +277,50 @@ def write_report(
     benchmarks = benchmarks if eval_dir else ()
     results = collect(spec, runs_dir, seeds, eval_dir, benchmarks)
     protocols = benchmark_protocols(results, benchmarks)
+    runs_of = {result.row.id: result.runs for result in results}
+    measured = endpoints.measure(spec, runs_of, {row.id: spec.config(row.id).run.steps for row in spec.rows})
+    digest, spec_warning = endpoints.spec_file_state(spec.path)
+    extra_figures = [
+        (title, png)
+        for title, png in (
+            (
+                "Endpoints: each row (and the row it is compared with), window shaded",
+                endpoints.endpoint_figure(spec, measured, runs_of),
+            ),
+            (
+                "Accuracy against responses generated (DAPO Fig. 6)",
+                endpoints.accuracy_per_sample_figure(spec, runs_of, spec.metric),
+            ),
+        )
+        if png is not None
+    ]
     page = Page(
         title=spec.title,
-        introduction=introduction(spec),
+        introduction=f"{introduction(spec)} Spec file {spec.path.name}, SHA-256 {digest}.",
         header=[*HEADER, *(f"{benchmark}: mean [95% CI] (n)" for benchmark in benchmarks)],
         cells=table_cells(spec, results, benchmarks),
         note=" ".join([NOTE, *(f"{b} ({'; '.join(lines) or 'not scored'})." for b, lines in protocols.items())]),
-        figures=figure_grid({result.row.label: list(result.runs) for result in results if result.runs}),
-        origin={**provenance(spec, results), **({"benchmark protocols": protocols} if benchmarks else {})},
+        tables=[
+            Table(
+                "Endpoints declared in the spec",
+                endpoints.ENDPOINT_HEADER,
+                endpoints.endpoint_cells(spec, measured),
+                ENDPOINT_NOTE,
+            ),
+            Table(
+                "Diagnostics per row",
+                endpoints.DIAGNOSTIC_HEADER,
+                endpoints.diagnostic_cells(spec, runs_of),
+                DIAGNOSTIC_NOTE,
+            ),
+        ],
+        warnings=[*([spec_warning] if spec_warning else []), *endpoints.run_warnings(spec, runs_of)],
+        figures=extra_figures + figure_grid({result.row.label: list(result.runs) for result in results if result.runs}),
+        origin={
+            "spec file": {"path": str(spec.path), "sha256": digest},
+            **provenance(spec, results),
+            **({"benchmark protocols": protocols} if benchmarks else {}),
+        },
     )
     return write_page(page, out_dir, spec.name)
 

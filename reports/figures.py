@@ -140,7 +140,11 @@ def _render(curves: Mapping[str, SeedCurve], title: str) -> bytes:
     has_band = any(curve.n_seeds > 1 for curve in curves.values())
     legend_title = "line: mean; band: min–max over n seeds" if has_band else "line: mean over n seeds"
     axes.legend(title=legend_title, fontsize="small", title_fontsize="small")
+    return png_bytes(figure)
+
+
+def png_bytes(figure: Figure) -> bytes:
+    """``figure`` as PNG bytes at its own size (no tight bounding box, so the pixel size stays fixed)."""
     buffer = io.BytesIO()
-    # Saving without bbox_inches="tight" keeps the pixel size fixed; the tight layout fits the content.
     figure.savefig(buffer, format="png")
     return buffer.getvalue()

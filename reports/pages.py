@@ -1,7 +1,8 @@
 """One report page written twice: Markdown (figures as PNG files beside it) and self-contained HTML.
 
-A page is a title, an introduction, one table, a note under it, figures and a provenance record;
-the ablation and sweep reports both render through here.
+A page is a title, an introduction, warnings, a main table with a note under it, further titled
+tables, figures and a provenance record; the ablation, benchmark and sweep reports all render
+through here.
 """
 
 from __future__ import annotations
@@ -23,8 +24,18 @@ STYLE = (
 
 
 @dataclass(frozen=True)
+class Table:
+    """A titled table below the main one, with a note under it."""
+
+    title: str
+    header: Sequence[str]
+    cells: Sequence[Sequence[str]]
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Page:
-    """Everything one report shows; ``figures`` are (title, PNG bytes)."""
+    """Everything one report shows; ``figures`` are (title, PNG bytes); ``warnings`` come first, in bold."""
 
     title: str
     introduction: str
@@ -33,14 +44,29 @@ class Page:
     note: str
     figures: Sequence[tuple[str, bytes]]
     origin: dict[str, Any]
+    tables: Sequence[Table] = ()
+    warnings: Sequence[str] = ()
+
+
+def _markdown_table(header: Sequence[str], cells: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in cells]
+
+
+def _html_table(header: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
+    esc = html.escape
+    head = "".join(f"<th>{esc(title)}</th>" for title in header)
+    body = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>" for row in cells)
+    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def render_markdown(page: Page, figure_paths: Sequence[str]) -> str:
     """The page as Markdown; ``figure_paths`` are the figures' image paths relative to the page."""
     lines = [f"# {page.title}", "", page.introduction, ""]
-    lines += ["| " + " | ".join(page.header) + " |", "|" + "---|" * len(page.header)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in page.cells]
-    lines += ["", page.note, ""]
+    lines += [f"**Warning:** {warning}" for warning in page.warnings] + ([""] if page.warnings else [])
+    lines += [*_markdown_table(page.header, page.cells), "", page.note, ""]
+    for table in page.tables:
+        lines += [f"## {table.title}", "", *_markdown_table(table.header, table.cells), "", table.note, ""]
     for (title, _), path in zip(page.figures, figure_paths, strict=True):
         lines += [f"## {title}", "", f"![{title}]({path})", ""]
     lines += ["## Provenance", "", "```json", json.dumps(page.origin, indent=2), "```", ""]
@@ -50,15 +76,18 @@ def render_markdown(page: Page, figure_paths: Sequence[str]) -> str:
 def render_html(page: Page) -> str:
     """The page as one self-contained HTML document (figures embedded as data URIs)."""
     esc = html.escape
-    head = "".join(f"<th>{esc(title)}</th>" for title in page.header)
-    body = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>" for row in page.cells)
+    warnings = "".join(f"<p><strong>Warning:</strong> {esc(warning)}</p>" for warning in page.warnings)
+    tables = "".join(
+        f"<h2>{esc(t.title)}</h2>{_html_table(t.header, t.cells)}<p>{esc(t.note)}</p>" for t in page.tables
+    )
     images = "".join(
         f"<h2>{esc(title)}</h2><img alt='{esc(title)}' src='{png_data_uri(png)}'>" for title, png in page.figures
     )
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(page.title)}</title><style>{STYLE}</style>"
-        f"</head><body><h1>{esc(page.title)}</h1><p>{esc(page.introduction)}</p><table><tr>{head}</tr>{body}</table>"
-        f"<p>{esc(page.note)}</p>{images}<h2>Provenance</h2><pre>{esc(json.dumps(page.origin, indent=2))}</pre>"
+        f"</head><body><h1>{esc(page.title)}</h1><p>{esc(page.introduction)}</p>{warnings}"
+        f"{_html_table(page.header, page.cells)}<p>{esc(page.note)}</p>{tables}{images}"
+        f"<h2>Provenance</h2><pre>{esc(json.dumps(page.origin, indent=2))}</pre>"
         "</body></html>\n"
     )
 

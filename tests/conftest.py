@@ -15,12 +15,19 @@ def float64_and_seed():
 @pytest.fixture(scope="session")
 def tiny_base(tmp_path_factory):
     """A small built-in base (a few SFT steps, seconds to build), saved like the real one."""
-    from algos.sft import BaseModelRecipe, build_base_model
     from algos.config import TaskConfig
+    from algos.sft import BaseModelRecipe, build_base_model
 
     out = tmp_path_factory.mktemp("tiny_base")
     recipe = BaseModelRecipe(
-        hidden_size=32, layers=2, heads=2, worked_steps=24, mixed_steps=6, batch_size=32, eval_problems=8, max_new_tokens=24,
+        hidden_size=32,
+        layers=2,
+        heads=2,
+        worked_steps=80,
+        mixed_steps=20,
+        batch_size=32,
+        eval_problems=8,
+        max_new_tokens=24,
         task=TaskConfig(min_steps=1, max_steps=3),
     )
     build_base_model(recipe, out)

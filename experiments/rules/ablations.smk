@@ -27,9 +27,10 @@ rule train_row:
 
 
 rule ablation_report:
-    """Render one spec's Markdown and HTML report from its runs' own files."""
+    """Render one spec's Markdown and HTML report from its runs' own files (and the spec's declared endpoints)."""
     input:
         lambda wildcards: spec_runs(wildcards.spec),
+        spec=local(f"{ABLATIONS_DIR}/{{spec}}.yaml"),
     output:
         markdown="results/reports/{spec}.md",
         page=report("results/reports/{spec}.html", category="Ablation reports", labels={"spec": "{spec}"}),

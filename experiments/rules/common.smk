@@ -2,7 +2,7 @@
 import functools
 import shlex
 
-from algos.ablations import Budget, read_spec
+from algos.ablations import ABLATIONS_DIR, Budget, read_spec
 from algos.presets import config_hash
 from algos.sweeps import read_sweep
 

@@ -33,8 +33,9 @@ def test_leave_one_out_rows_change_one_thing_from_the_reference():
     full = diff_from_base(spec.config("vapo"))
     without = diff_from_base(spec.config("no_clip_higher"))
     assert {k for k in full.keys() | without.keys() if full.get(k) != without.get(k)} == {"policy_loss.clip_eps_high"}
-    assert spec.config("vanilla_ppo") == load_config("ppo") and spec.config("dapo") == load_config("dapo")
-    assert spec.config("vapo").advantage.adaptive_lambda_alpha == 1.0  # the spec's settings: its own preset only
+    assert spec.config("vanilla_ppo") == load_config("ppo", overrides=["critic.init=reward_model"])
+    assert spec.config("dapo") == load_config("dapo")
+    assert spec.config("vapo").advantage.adaptive_lambda_alpha == 0.5  # the spec's settings: its own preset only
     assert spec.config("no_length_adaptive_gae").advantage.adaptive_lambda_alpha is None
     gepo = read_spec("gepo_staleness")
     assert gepo.row("grpo_online").compare_to == "gepo_online" and gepo.row("grpo_stale").compare_to == "gepo_stale"
@@ -128,3 +129,56 @@ def test_tuned_values_reach_only_the_rows_built_on_their_preset_under_the_rows_c
     assert spec.config("dapo", tuned) == spec.config("dapo")  # another preset's row is untouched
     with pytest.raises(ConfigError, match="unknown config key 'optim.lx' in tuned values of preset 'vapo'"):
         spec.config("vapo", Budget(tuned={"vapo": ("optim.lx=1",)}))
+
+
+ENDPOINT = {"metric": "actor/entropy", "window": [10, 40], "direction": "up", "source": "DAPO §3.1, Fig. 2b"}
+
+
+def test_endpoints_come_from_the_spec_and_a_row_replaces_them(tmp_path):
+    rows = [
+        {"id": "a", "paper": 1},
+        {"id": "b", "paper": None, "endpoints": [{**ENDPOINT, "metric": "rollout/truncated_frac"}]},
+        {"id": "c", "paper": None, "endpoints": []},
+    ]
+    spec = read_spec("mine", write_spec(tmp_path, endpoints=[ENDPOINT], rows=rows))
+    (a,) = spec.row("a").endpoints
+    assert (a.metric, a.window, a.direction, a.source) == ("actor/entropy", (10, 40), "up", "DAPO §3.1, Fig. 2b")
+    assert [e.metric for e in spec.row("b").endpoints] == ["rollout/truncated_frac"] and spec.row("c").endpoints == ()
+    assert a.scaled(0.5).window == (5, 20) and a.scaled(0.01).window == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "message"),
+    [
+        (
+            {**ENDPOINT, "metric": "actor/entropi"},
+            "unknown endpoint metric 'actor/entropi' \\(did you mean actor/entropy",
+        ),
+        ({**ENDPOINT, "window": [40, 10]}, "window must be \\[first, last\\]"),
+        ({**ENDPOINT, "window": [10, 61]}, "window \\[10, 61\\] past the row's last step 60"),
+        ({**ENDPOINT, "direction": "higher"}, "direction 'higher' is not one of: up, down"),
+        ({**ENDPOINT, "source": ""}, "'source' must cite"),
+        ({"metric": "actor/entropy", "window": [1, 2]}, "exactly the fields metric, window, direction, source"),
+    ],
+)
+def test_a_bad_endpoint_fails_naming_the_file_and_row(tmp_path, endpoint, message):
+    rows = [{"id": "a", "paper": 1}, {"id": "b", "paper": None, "endpoints": [endpoint]}]
+    with pytest.raises(ConfigError, match=message) as error:
+        read_spec("mine", write_spec(tmp_path, rows=rows))
+    assert "mine.yaml" in str(error.value) and "row 'b'" in str(error.value)
+
+
+def test_every_shipped_spec_declares_cited_endpoints():
+    for name in ("dapo_table1", "vapo_table1", "dr_grpo_bias", "gepo_staleness"):
+        spec = read_spec(name)
+        declared = [endpoint for row in spec.rows for endpoint in row.endpoints]
+        assert declared and all(endpoint.source for endpoint in declared)
+        assert all(row.compare_to for row in spec.rows if row.endpoints)
+
+
+def test_the_row_command_shows_the_endpoints_with_the_resolved_config(capsys):
+    assert main(["--spec", "dapo_table1", "--row", "clip_higher", "--step-scale", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "# dapo_table1 / clip_higher" in out and "#   actor/entropy over steps 15-30, expected up (DAPO §3.1" in out
+    body = yaml.safe_load(out)  # the endpoints are comments: the output stays a config file
+    assert body["policy_loss"]["clip_eps_high"] == 0.28 and body["run"]["steps"] == 30

@@ -52,6 +52,6 @@ def test_scaling_times_every_group_size_and_budget_and_draws_them(monkeypatch, t
     curves = bench.scaling(bench.Workload("model"), tmp_path)
     assert [p["group"] for p in curves["group"]] == list(bench.GROUP_SIZES)
     assert [p["max_new_tokens"] for p in curves["budget"]] == list(bench.BUDGETS)
-    assert curves["group"][1]["median_step_s"] == pytest.approx(0.01 * 8 + 0.04)
+    assert curves["group"][1]["median_step_s"] == pytest.approx(0.01 * 8 + 0.001 * 96)
     assert json.loads((tmp_path / "scaling.json").read_text()) == curves
     assert (tmp_path / "scaling.png").read_bytes().startswith(b"\x89PNG")

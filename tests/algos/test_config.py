@@ -81,7 +81,7 @@ BAD_INPUTS = [
     (["critic.enabled=true"], "critic.enabled=true is only used by advantage.estimator=gae"),
     (["optim.mini_batches=3"], "must divide the rollout batch"),
     (["reward.correct=0", "reward.incorrect=0"], "reward.correct must be greater"),
-    (["reward.soft_overlong_buffer=32"], "must be smaller than L_max=32"),
+    (["reward.soft_overlong_buffer=96"], "must be smaller than L_max=96"),
     (["policy_loss.dual_clip_c=0.5"], "greater than 1"),
     (["advantage.adaptive_lambda_alpha=0.05"], "GAE options"),
     (["--preset", "dapo", "dynamic_sampling.filter_on=reward"], "must not filter on a shaped reward"),
@@ -98,9 +98,13 @@ def test_bad_input_fails_with_a_clear_message(argv, message, capsys):
 
 
 def test_command_line_exit_codes():
-    good = subprocess.run([sys.executable, "-m", "algos.presets", "--preset", "dapo"], cwd=ROOT, capture_output=True, text=True)
+    good = subprocess.run(
+        [sys.executable, "-m", "algos.presets", "--preset", "dapo"], cwd=ROOT, capture_output=True, text=True
+    )
     assert good.returncode == 0 and yaml.safe_load(good.stdout)["policy_loss"]["clip_eps_high"] == 0.28
-    bad = subprocess.run([sys.executable, "-m", "algos.presets", "kl.estimator=k4"], cwd=ROOT, capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "algos.presets", "kl.estimator=k4"], cwd=ROOT, capture_output=True, text=True
+    )
     assert bad.returncode == 2 and bad.stdout == "" and "valid choices" in bad.stderr
 
 

@@ -6,7 +6,7 @@ from algos.generation import distinct_prompts, generate, position_ids, sample_to
 from algos.models import encode_prompts, load_policy, load_tokenizer
 from algos.sequences import SequenceBatch, response_logprobs
 
-PROMPTS = ["1 + 2 =", "3 * 4 - 5 + 6 =", "7 - 8 * 9 + 1 - 2 + 3 ="]
+PROMPTS = ["1 a + 2 ;", "3 a * 3 b - 5 ;", "7 a - 8 b * 9 c + 1 ;"]
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def policy(tiny_base):
 
 def _generate(model, tokenizer, prompts, **kwargs):
     ids, mask = encode_prompts(tokenizer, prompts, chat=False)
-    return ids, mask, generate(model, ids, mask, 12, tokenizer.eos_token_id, tokenizer.pad_token_id, **kwargs)
+    return ids, mask, generate(model, ids, mask, 24, tokenizer.eos_token_id, tokenizer.pad_token_id, **kwargs)
 
 
 def test_position_ids_count_real_tokens_only():
@@ -72,7 +72,7 @@ def test_recomputed_logprobs_match_an_unpadded_forward(policy):
         torch.testing.assert_close(logprobs[row, : len(response)], alone, atol=1e-5, rtol=1e-5)
 
 
-EQUAL_WIDTH = ["1 + 2 =", "3 * 4 =", "7 - 8 ="]  # no padding: attention runs without a mask
+EQUAL_WIDTH = ["1 a + 2 ;", "3 a * 3 ;", "7 a - 8 ;"]  # no padding: attention runs without a mask
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_samples_are_the_tokens_transformers_generate_draws_from_the_same_random
     assert bool(mask.all()) == (set(prompts) == set(EQUAL_WIDTH))
     torch.manual_seed(11)
     ours = generate(
-        model, ids, mask, 12, tokenizer.eos_token_id, tokenizer.pad_token_id, temperature=temperature, top_p=top_p
+        model, ids, mask, 32, tokenizer.eos_token_id, tokenizer.pad_token_id, temperature=temperature, top_p=top_p
     )
     torch.manual_seed(11)
     theirs = model.generate(
@@ -98,14 +98,14 @@ def test_samples_are_the_tokens_transformers_generate_draws_from_the_same_random
         temperature=temperature,
         top_p=top_p,
         top_k=0,
-        max_new_tokens=12,
+        max_new_tokens=32,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )[:, ids.shape[1] :]
     assert theirs.shape == ours.response_ids.shape
     assert torch.equal(theirs, ours.response_ids)
     assert ours.truncated.any() and not ours.truncated.all()  # rows ended at different lengths
-    assert (ours.lengths < 11).sum() >= len(prompts) / 4  # enough ended early for the batch to shrink
+    assert (ours.lengths < 31).sum() >= len(prompts) / 4  # enough ended early for the batch to shrink
 
 
 def test_distinct_prompts_index_every_row():
@@ -144,12 +144,12 @@ def test_sharing_each_prompt_gives_the_joined_passs_logprobs_entropies_and_gradi
 def test_greedy_tokens_are_transformers_greedy_tokens(policy):
     model, tokenizer = policy
     ids, mask = encode_prompts(tokenizer, PROMPTS * 6, chat=False)
-    ours = generate(model, ids, mask, 12, tokenizer.eos_token_id, tokenizer.pad_token_id, greedy=True)
+    ours = generate(model, ids, mask, 24, tokenizer.eos_token_id, tokenizer.pad_token_id, greedy=True)
     theirs = model.generate(
         input_ids=ids,
         attention_mask=mask,
         do_sample=False,
-        max_new_tokens=12,
+        max_new_tokens=24,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )[:, ids.shape[1] :]

@@ -49,7 +49,9 @@ def test_value_loss_hand_values():
     values, old, returns = torch.tensor([[1.0, 2.0]]), torch.tensor([[1.5, 1.5]]), torch.tensor([[2.0, 0.0]])
     loss, frac = value_loss(values, old, returns, torch.ones(1, 2))
     assert_close(loss, torch.tensor([[0.5, 2.0]]))
-    loss, frac = value_loss(torch.tensor([[1.0]]), torch.tensor([[1.5]]), torch.tensor([[0.0]]), torch.ones(1, 1), clip=0.2)
+    loss, frac = value_loss(
+        torch.tensor([[1.0]]), torch.tensor([[1.5]]), torch.tensor([[0.0]]), torch.ones(1, 1), clip=0.2
+    )
     assert_close(loss, torch.tensor([[0.5 * 1.3**2]]))
     assert frac.item() == 1.0
 
@@ -57,5 +59,20 @@ def test_value_loss_hand_values():
 def test_explained_variance():
     returns = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
     mask = torch.ones(2, 2)
-    assert_close(explained_variance(returns, returns, mask), torch.tensor(1.0))
-    assert_close(explained_variance(torch.full((2, 2), 2.5), returns, mask), torch.tensor(0.0))
+    assert explained_variance(returns, returns, mask) == pytest.approx(1.0)
+    assert explained_variance(torch.full((2, 2), 2.5), returns, mask) == pytest.approx(0.0)
+    # V = [1, 1, 3, 5]: residuals [0, 1, 0, -1] have variance 0.5; the returns 1.25
+    assert explained_variance(torch.tensor([[1.0, 1.0], [3.0, 5.0]]), returns, mask) == pytest.approx(1 - 0.5 / 1.25)
+
+
+def test_explained_variance_is_left_out_for_constant_returns_and_whole_batch_buckets_stay_finite():
+    """A length bucket whose returns are all equal made the old per-bucket average -inf; over the batch it is defined."""
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0], [1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    returns = torch.tensor([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]) * mask
+    values = torch.full((4, 3), 0.5) * mask
+    short = torch.tensor([1, 3])
+    assert explained_variance(values[short], returns[short], mask[short]) is None  # a bucket of equal returns
+    whole = explained_variance(values, returns, mask)
+    assert whole is not None and math.isfinite(whole)
+    # returns: six 1s and two 0s (mean 0.75, variance 0.1875); residuals ±0.5 have mean 0.25, variance 0.1875
+    assert whole == pytest.approx(0.0)

@@ -66,3 +66,23 @@ def test_gepo_uses_masked_mean_per_group():
 def test_group_expectation_level_requires_expectation():
     with pytest.raises(ValueError, match="group expectation"):
         importance_ratio("group_expectation", torch.zeros(2, 2), torch.zeros(2, 2), torch.ones(2, 2))
+
+
+def test_gepo_micro_batch_scope_takes_the_expectation_over_shuffled_chunks():
+    # q = [0.5, 0.25, 0.4, 0.1]; prompts are rows (0, 1) and (2, 3); the shuffle pairs rows 0 with 2, 1 with 3
+    q = torch.tensor([0.5, 0.25, 0.4, 0.1])
+    old = torch.log(q).unsqueeze(-1).expand(4, 3)
+    mask = torch.ones(4, 3)
+    by_prompt = group_expected_probability(old, mask, group_size=2)
+    assert_close(by_prompt, torch.tensor([0.3125 / 0.75] * 2 + [0.17 / 0.5] * 2))
+    by_chunk = group_expected_probability(old, mask, group_size=2, order=torch.tensor([0, 2, 1, 3]))
+    first, second = (0.25 + 0.16) / 0.9, (0.0625 + 0.01) / 0.35
+    assert_close(by_chunk, torch.tensor([first, second, first, second]))
+
+
+def test_gepo_scopes_agree_when_the_shuffle_keeps_the_groups():
+    old, mask = torch.randn(6, 4), torch.ones(6, 4)
+    assert_close(
+        group_expected_probability(old, mask, 3, order=torch.tensor([2, 0, 1, 5, 3, 4])),
+        group_expected_probability(old, mask, 3),
+    )

@@ -36,3 +36,39 @@ def test_learning_rate_warms_up_holds_then_decays_to_zero_over_the_mixed_phase()
     factors = [learning_rate_factor(recipe, step) for step in range(14)]
     assert factors[:2] == [0.5, 1.0] and set(factors[2:10]) == {1.0}
     assert factors[10:] == [1.0, 0.75, 0.5, 0.25]
+
+
+def test_teacher_data_is_correct_in_the_worked_phase_and_carries_the_habits_after():
+    from algos.sft import TeacherData
+    from eval.checked_chain import CheckedChainTask
+    from eval.synthetic import grade
+    from eval.tokenizer import build_tokenizer
+
+    task = CheckedChainTask(1, 4)
+    tokenizer = build_tokenizer(task.vocabulary())
+    problems = task.problems("train", 500)
+    answers = {tuple(tokenizer(p.prompt)["input_ids"]): p for p in problems}
+    recipe = BaseModelRecipe(
+        worked_steps=20, mixed_steps=20, batch_size=8, multiply_noise=1.0, other_noise=0.0, loop_share=0.0
+    )
+    data = TeacherData(tokenizer, problems, recipe, task)
+
+    def graded(step):
+        rows = data.batch(step)
+        assert len(rows) == 8
+        return [
+            (
+                answers[tuple(prompt)],
+                grade(tokenizer.decode(response, skip_special_tokens=True), answers[tuple(prompt)].answer),
+            )
+            for prompt, response in rows
+        ]
+
+    assert all(right for step in range(20) for _, right in graded(step))
+    late = [(problem, right) for step in range(20, 40) for problem, right in graded(step)]
+    assert all(
+        right == (problem.metadata["multiplications"] == 0)
+        for problem, right in late
+        if problem.metadata["multiplications"] < 2
+    )
+    assert graded(5) == graded(5) and data.batch(21) != data.batch(22)

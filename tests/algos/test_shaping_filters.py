@@ -40,7 +40,7 @@ def test_informative_groups_keep_mixed_correctness_only():
 def test_dynamic_sampling_filters_on_correctness_not_shaped_reward():
     cfg = load_config("dapo", overrides=["rollout.group_size=2"])
     correct = torch.tensor([True, True, False, False])
-    lengths = torch.tensor([10, 64, 10, 10])  # group 1 all correct but one response is punished for length
+    lengths = torch.tensor([10, 90, 10, 10])  # group 1 all correct but one response is punished for length
     scores = outcome_scores(cfg, correct, lengths)
     assert scores[0] != scores[1]
     assert keep_groups(cfg, correct, scores).tolist() == [False, False]

@@ -80,7 +80,11 @@ def test_an_invalid_search_space_fails_naming_the_file_and_key(tmp_path, space, 
     [
         (
             {"objective": {"metric": "eval/test/accuracy_t1"}},
-            "not eval/<split>/accuracy_greedy or accuracy_t1 of an evaluated",
+            "not eval/<split>/accuracy_<mode> of an evaluated split",
+        ),
+        (
+            {"budget": [*TINY_BUDGET, "run.eval_modes=[greedy]"]},
+            r"and mode \(greedy\)",
         ),
         ({"objective": {"direction": "up"}}, "direction 'up' is not one of"),
         ({"sampler": {"name": "grid"}}, "sampler 'grid' is not one of: tpe, random"),

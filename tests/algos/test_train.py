@@ -13,11 +13,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from algos import run_files
 from algos.checkpoint import latest_checkpoint
+from algos.metrics import METRICS
 from algos.presets import available_presets, load_config
 from algos.tracking import NullTracker
 from algos.train import main, train
+from eval.checked_chain import CheckedChainTask
 from eval.records import Problem
-from eval.synthetic import ChainTask
 from eval.tokenizer import build_tokenizer
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -39,8 +40,19 @@ MONITORED = {
     "actor/lr",
     "perf/gen_tokens_per_s",
     "perf/train_tokens_per_s",
+    # the mechanism metrics the papers argue with
+    "rollout/group_length_std",
+    "rollout/repetition_frac",
+    "rollout/all_correct_groups_frac",
+    "rollout/all_wrong_groups_frac",
+    "rollout/samples_generated_total",
+    "rollout/short_batch",
+    "actor/approx_kl_old_max",
+    "actor/ratio_mean",
+    "actor/ratio_max",
+    "actor/ratio_var",
 }
-"""ALGORITHMS.md §4: what every run logs (KL to π_ref and critic metrics only where those exist)."""
+"""ALGORITHMS.md §4 and the mechanism metrics: what every run logs (KL to π_ref and critic metrics where those exist)."""
 
 
 @pytest.fixture(autouse=True)
@@ -88,9 +100,11 @@ def test_every_preset_trains_and_logs_the_monitoring_metrics(preset, tiny_base, 
     if cfg.kl.coef > 0:
         expected.add("actor/kl_ref")
     if cfg.critic.enabled:
-        expected |= {"critic/value_loss", "critic/explained_variance", "critic/grad_norm"}
+        expected |= {"critic/value_loss", "critic/value_error", "critic/value_bias", "critic/grad_norm"}
+        assert {"critic/value_error", "critic/value_bias"} <= set(rows[0])  # the critic RL starts from
     assert expected <= logged
     assert all(math.isfinite(v) for row in rows for v in row.values())
+    assert {key for row in rows for key in row} - {"step"} <= set(METRICS)  # every key is documented
     assert {"eval/test/accuracy_greedy", "base/eval/test/accuracy_t1"} <= set(result.metrics)
     assert (result.checkpoint / "model.safetensors").is_file()
 
@@ -158,7 +172,9 @@ def test_non_finite_loss_skips_the_update_and_keeps_weights_finite(tiny_base, tm
         output = real(cfg, batch, denominators)
         calls["n"] += 1
         if calls["n"] == 1:  # the first mini-batch of the run
-            return type(output)(output.total * float("nan"), output.policy, output.value, output.metrics)
+            return type(output)(
+                output.total * float("nan"), output.policy, output.value, output.metrics, output.token_values
+            )
         return output
 
     monkeypatch.setattr(update_module, "compose_loss", poisoned)
@@ -196,13 +212,13 @@ def test_saved_base_loads_with_auto_classes_and_generates(tiny_base):
     encoded = tokenizer(["1 + 2 =", "3 * 4 - 5 ="], return_tensors="pt", padding=True)
     output = model.generate(**encoded, max_new_tokens=8, do_sample=False, pad_token_id=tokenizer.pad_token_id)
     assert output.shape[0] == 2 and output.shape[1] > encoded["input_ids"].shape[1]
-    built = build_tokenizer(ChainTask(1, 3))
-    for problem in ChainTask(1, 3).problems("train", 20):
+    built = build_tokenizer(CheckedChainTask(1, 3).vocabulary())
+    for problem in CheckedChainTask(1, 3).problems("train", 20):
         text = f"{problem.prompt} {problem.solution}"
         assert tokenizer(text)["input_ids"] == built(text)["input_ids"]
         assert tokenizer.decode(tokenizer(text)["input_ids"], skip_special_tokens=True) == text
     record = json.loads((tiny_base / "base_model.json").read_text())
-    assert 0.0 <= record["validation_accuracy_t1"] <= 1.0 and 0.0 <= record["validation_worked_share_t1"] <= 1.0
+    assert 0.0 <= record["validation_accuracy_t1"] <= 1.0 and record["properties"]["group_size"] == 8
 
 
 def test_mlflow_run_records_params_metrics_tags_and_artifacts(tiny_base, tmp_path, monkeypatch):
@@ -294,3 +310,29 @@ def test_a_fresh_critic_head_depends_on_its_seed_only(tiny_base):
         heads.append(load_critic(source, head_seed).score.weight.detach().clone())
         assert torch.equal(torch.rand(1), expected_next)  # the global stream is left as it was
     assert torch.equal(heads[0], heads[1]) and not torch.equal(heads[0], heads[2])
+
+
+def test_reward_model_critic_is_fitted_then_pretrained_and_measured_before_rl(tiny_base, tmp_path):
+    extra = {"critic.init": "reward_model", "critic.reward_model_steps": 3, "critic.pretrain_steps": 2}
+    cfg = load_config("vapo", overrides=tiny_overrides(tiny_base, **extra, **{"run.steps": 1}))
+    train(cfg, tmp_path)
+    phases = run_files.read_metrics(tmp_path, run_files.CRITIC_METRICS_FILE)
+    assert [(row["step"], "reward_model/loss" in row) for row in phases] == [
+        (0, True),
+        (1, True),
+        (2, True),
+        (0, False),
+        (1, False),
+    ]
+    assert {"value_pretraining/value_loss", "value_pretraining/value_error"} <= set(phases[-1])
+    assert {key for row in phases for key in row} - {"step"} <= set(METRICS)
+    assert all(math.isfinite(v) for row in phases for v in row.values())
+    first = run_files.read_metrics(tmp_path)[0]
+    assert first["step"] == 0 and first["critic/value_error"] > 0
+
+
+def test_the_actor_learning_rate_warms_up_over_rollout_steps(tiny_base, tmp_path):
+    cfg = load_config("grpo", overrides=tiny_overrides(tiny_base, **{"optim.lr_warmup_steps": 2, "optim.lr": 1e-3}))
+    train(cfg, tmp_path)
+    rates = [row["actor/lr"] for row in run_files.read_metrics(tmp_path) if "actor/lr" in row]
+    assert rates == pytest.approx([5e-4, 1e-3, 1e-3])

@@ -6,7 +6,7 @@ from eval.tokenizer import build_tokenizer
 
 def test_every_task_symbol_is_one_known_token():
     task = ChainTask()
-    tokenizer = build_tokenizer(task)
+    tokenizer = build_tokenizer(task.vocabulary())
     for problem in task.problems("train", 50):
         text = f"{problem.prompt} {problem.solution}"
         ids = tokenizer(text)["input_ids"]
@@ -17,7 +17,7 @@ def test_every_task_symbol_is_one_known_token():
 
 
 def test_saves_and_loads_with_auto_tokenizer(tmp_path):
-    tokenizer = build_tokenizer(ChainTask(modulus=13))
+    tokenizer = build_tokenizer(ChainTask(modulus=13).vocabulary())
     tokenizer.save_pretrained(tmp_path)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
     assert loaded("12 * 3 =")["input_ids"] == tokenizer("12 * 3 =")["input_ids"]

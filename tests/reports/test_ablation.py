@@ -19,6 +19,7 @@ def fake_run(directory, value, steps=3, commit="abc"):
     ]
     lines += [{"step": steps, "eval/test/accuracy_t1": value}]
     (directory / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (directory / "config.yaml").write_text(f"run:\n  steps: {steps}\nmodel:\n  name_or_path: {directory / 'no-base'}\n")
     (directory / "run.json").write_text(
         json.dumps(
             {
