@@ -180,43 +180,39 @@ def round_prompts(cfg: RLConfig, kept_groups: int, sampled_groups: int) -> int:
     return min(most, math.ceil(cfg.dynamic_sampling.oversample * (wanted - kept_groups) / keep_rate))
 
 
-def _mean_where(values: torch.Tensor, where: torch.Tensor) -> dict[str, float]:
-    """{"": mean of values[where]}, or {} when nothing is selected (a metric is left out, never NaN)."""
-    return {"": values[where].mean().item()} if bool(where.any()) else {}
-
-
 def rollout_metrics(sampled: _Sampled, group_size: int) -> dict[str, float]:
     """Diagnostics of every response generated in a step (all rounds): rewards, lengths, groups, loops.
 
-    Groups are ``group_size`` consecutive rows. A mean over an empty selection (no correct response,
-    say) is left out rather than logged as NaN.
+    Groups are ``group_size`` consecutive rows; with one response per prompt the group metrics are left
+    out, as is a mean over an empty selection (no correct response, say), rather than logged as NaN.
     """
     lengths = sampled.sequences.response_mask.sum(dim=-1).float()  # (N,)
     correct, truncated = sampled.correct, sampled.truncated
-    right_per_group = correct.view(-1, group_size).sum(dim=1)  # (N / G,)
-    group_lengths = lengths.view(-1, group_size)
     metrics = {
         "rollout/reward_mean": sampled.scores.mean().item(),
         "rollout/reward_std": sampled.scores.std().item() if sampled.scores.numel() > 1 else 0.0,
         "rollout/accuracy": correct.float().mean().item(),
         "rollout/response_length_mean": lengths.mean().item(),
         "rollout/response_length_max": lengths.max().item(),
-        "rollout/group_length_std": group_lengths.std(dim=1).mean().item() if group_size > 1 else 0.0,
         "rollout/truncated_frac": truncated.float().mean().item(),
         "rollout/repetition_frac": tandem_repeats(sampled.sequences.response_ids, sampled.sequences.response_mask)
         .float()
         .mean()
         .item(),
-        "rollout/all_correct_groups_frac": (right_per_group == group_size).float().mean().item(),
-        "rollout/all_wrong_groups_frac": (right_per_group == 0).float().mean().item(),
         "rollout/samples_generated": float(correct.numel()),
     }
+    if group_size > 1:  # a group of one response is trivially all right or all wrong
+        right_per_group = correct.view(-1, group_size).sum(dim=1)  # (N / G,)
+        metrics["rollout/group_length_std"] = lengths.view(-1, group_size).std(dim=1).mean().item()
+        metrics["rollout/all_correct_groups_frac"] = (right_per_group == group_size).float().mean().item()
+        metrics["rollout/all_wrong_groups_frac"] = (right_per_group == 0).float().mean().item()
     for key, values, where in (
         ("rollout/correct_length_mean", lengths, correct),
         ("rollout/incorrect_length_mean", lengths, ~correct),
         ("rollout/accuracy_untruncated", correct.float(), ~truncated),
     ):
-        metrics.update({key: value for value in _mean_where(values, where).values()})
+        if bool(where.any()):
+            metrics[key] = values[where].mean().item()
     return metrics
 
 

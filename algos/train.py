@@ -11,9 +11,9 @@ Each step:
 A critic is first fitted alone on rollouts of the initial policy: as an outcome reward model with
 ``critic.init=reward_model``, then to Monte-Carlo returns for ``critic.pretrain_steps`` (VAPO's value
 pretraining); those phases' metrics go to ``critic_metrics.jsonl``, and the critic RL starts from is
-measured at step 0. The actor's learning rate warms up linearly over ``optim.lr_warmup_steps``. Everything random is seeded per (seed, step, purpose), so a run
-is deterministic on CPU and a killed run resumed from its checkpoint ends exactly where an
-uninterrupted one does.
+measured at step 0. The actor's learning rate warms up linearly over ``optim.lr_warmup_steps``.
+Everything random is seeded per (seed, step, purpose), so a run is deterministic on CPU and a killed
+run resumed from its checkpoint ends exactly where an uninterrupted one does.
 
 Python: ``train(load_config("dapo"), "runs/dapo")``; pass ``problems`` / ``eval_problems`` /
 ``verifier`` to train on your own data. Command line:

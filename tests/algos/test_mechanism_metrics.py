@@ -37,10 +37,12 @@ def test_rollout_metrics_hand_values():
     assert metrics["rollout/samples_generated"] == 4 and metrics["rollout/reward_std"] == pytest.approx(1.0)
 
 
-def test_rollout_metrics_leave_out_means_of_nothing():
+def test_rollout_metrics_leave_out_means_of_nothing_and_groups_of_one():
     metrics = rollout_metrics(sampled([3, 5], [False, False], [False, False], [0.0, 0.0]), group_size=2)
     assert "rollout/correct_length_mean" not in metrics
     assert all(math.isfinite(value) for value in metrics.values())
+    single = rollout_metrics(sampled([3, 5], [True, False], [False, False], [1.0, 0.0]), group_size=1)
+    assert not {"rollout/all_correct_groups_frac", "rollout/group_length_std"} & set(single)
 
 
 def test_critic_metrics_hand_values():

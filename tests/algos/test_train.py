@@ -97,6 +97,8 @@ def test_every_preset_trains_and_logs_the_monitoring_metrics(preset, tiny_base, 
     assert [row["step"] for row in rows] == [0, 1, 2]
     logged = set(rows[1]) | set(rows[2])
     expected = set(MONITORED)
+    if cfg.rollout.group_size == 1:
+        expected -= {"rollout/group_length_std", "rollout/all_correct_groups_frac", "rollout/all_wrong_groups_frac"}
     if cfg.kl.coef > 0:
         expected.add("actor/kl_ref")
     if cfg.critic.enabled:
