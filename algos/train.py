@@ -42,12 +42,13 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from algos import run_files
 from algos.advantages import discounted_returns
-from algos.checkpoint import Checkpoint, latest_checkpoint, save_checkpoint
+from algos.checkpoint import Checkpoint, save_checkpoint
 from algos.config import RLConfig
 from algos.guardrails import warn_about
 from algos.models import ModelNotFoundError, load_critic, load_policy, load_tokenizer, uses_chat_template
 from algos.presets import ConfigError, config_to_dict, flatten, load_config
 from algos.provenance import run_tags
+from algos.resume import ON_CONFIG_CHANGE, OnConfigChange, checkpoint_to_resume
 from algos.reward_model import fit_reward_model
 from algos.rewards import token_rewards
 from algos.rollout import collect_rollout
@@ -109,7 +110,7 @@ def evaluate(
     for split, problems in task.held_out(final=step == cfg.run.steps).items():
         if not problems:
             continue
-        common = dict(max_new_tokens=cfg.rollout.max_new_tokens, chat=chat)
+        common = {"max_new_tokens": cfg.rollout.max_new_tokens, "chat": chat}
         if "greedy" in cfg.run.eval_modes:
             metrics[f"eval/{split}/accuracy_greedy"] = accuracy(
                 policy, tokenizer, problems, task.verifier, greedy=True, **common
@@ -209,6 +210,7 @@ def train(
     tracker: Tracker | None = None,
     preset: str | None = None,
     on_evaluation: Callable[[int, Mapping[str, float]], None] | None = None,
+    on_config_change: OnConfigChange = "fail",
 ) -> TrainResult:
     """Train ``config`` into ``out`` (resuming from its checkpoint if there is one).
 
@@ -217,13 +219,16 @@ def train(
     overrides ``config.tracking`` (e.g. a NullTracker in tests). on_evaluation(step, metrics) is
     called after every held-out evaluation of a training step; raising :class:`StopTraining` there
     ends the run early (the tracker run is marked KILLED and the exception propagates).
+    A checkpoint in ``out`` left by a different config (tracking aside) raises
+    :class:`algos.resume.ConfigChangedError` naming the keys that differ; with
+    ``on_config_change="restart"`` it is discarded with the run's files and the run starts afresh.
     """
     cfg, out = config, Path(out)
     out.mkdir(parents=True, exist_ok=True)
     task = _task_data(cfg, problems, eval_problems, verifier)
     warnings = warn_about(cfg, task.longest_response_tokens)
     accelerator = _accelerator(cfg)
-    resumed: Checkpoint | None = latest_checkpoint(out)
+    resumed: Checkpoint | None = checkpoint_to_resume(out, cfg, on_config_change)
     state = resumed.state() if resumed else {}
     source = dataclasses.replace(cfg.model, name_or_path=str(resumed.policy)) if resumed else cfg.model
 
@@ -373,13 +378,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m algos.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", help="algorithm preset (python -m algos.presets --list)")
     parser.add_argument("--config", action="append", default=[], help="YAML file of overrides (repeatable)")
-    parser.add_argument("--out", required=True, type=Path, help="run directory (resumed if it holds a checkpoint)")
+    parser.add_argument("--out", required=True, type=Path, help="run directory (resumed if it holds a checkpoint of the same config)")
+    parser.add_argument(
+        "--on-config-change",
+        choices=ON_CONFIG_CHANGE,
+        default="fail",
+        help="when --out holds a run of a different config: fail naming the keys that differ (default), "
+        "or restart: discard that run and train from scratch",
+    )
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. run.steps=80 seed=1")
     args = parser.parse_args(argv)
     logging.basicConfig(format="%(levelname)s: %(message)s", level=logging.INFO)
     try:
         cfg = load_config(args.preset, args.config, args.overrides)
-        result = train(cfg, args.out, preset=args.preset)
+        result = train(cfg, args.out, preset=args.preset, on_config_change=args.on_config_change)
     except (ConfigError, ModelNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -85,6 +85,22 @@ def test_ablations_pipeline_end_to_end_then_reruns_only_what_is_missing(tmp_path
     again = snakemake(tmp_path, "-n", targets=both)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
+    # an edited row reruns from scratch: its files and the report reflect the row as now written
+    dr_grpo = tmp_path / "results" / "runs" / "dr_grpo_bias" / "dr_grpo"
+    metrics_before = {seed: (dr_grpo / seed / "metrics.jsonl").read_text() for seed in ("seed0", "seed1")}
+    edited = {**SCORED, "ablations": {**SCORED["ablations"], "tuned": {"dr_grpo": ["rollout.max_new_tokens=6"]}}}
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(edited))
+    rerun = snakemake(tmp_path, targets=both)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    trained = re.findall(r"Training dr_grpo_bias / (\w+) / seed \d", rerun.stdout + rerun.stderr)
+    assert sorted(trained) == ["dr_grpo", "dr_grpo"]
+    for seed, before in metrics_before.items():
+        assert (dr_grpo / seed / "metrics.jsonl").read_text() != before
+        assert yaml.safe_load((dr_grpo / seed / "config.yaml").read_text())["rollout"]["max_new_tokens"] == 6
+    dr_grpo_lines = lambda text: [line for line in text.splitlines() if line.startswith("| Dr. GRPO |")]  # noqa: E731
+    edited_report = (tmp_path / "results" / "reports" / "dr_grpo_bias.md").read_text()
+    assert dr_grpo_lines(edited_report) and dr_grpo_lines(edited_report) != dr_grpo_lines(report)
+
     shutil.rmtree(tmp_path / "results" / "runs" / "dr_grpo_bias" / "grpo" / "seed1")
     plan = snakemake(tmp_path, "-n", targets=both)
     assert "Training dr_grpo_bias / grpo / seed 1" in plan.stdout

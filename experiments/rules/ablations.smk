@@ -1,5 +1,8 @@
 rule train_row:
-    """Train one seed of one ablation row from the built-in base (or the configured model); a changed row config reruns only that row."""
+    """Train one seed of one ablation row from the built-in base (or the configured model).
+
+    A changed row config reruns only that row, from scratch: the old run's checkpoint and files are discarded.
+    """
     input:
         base=BASE_INPUT,
     output:
@@ -10,7 +13,7 @@ rule train_row:
         "../envs/harness.yml"
     params:
         config_hash=row_config_hash,
-        budget=BUDGET_OPTIONS,
+        budget=budget_options,
         model=start_model,
         run="results/runs/{spec}/{row}/seed{seed}",
     wildcard_constraints:
@@ -21,7 +24,8 @@ rule train_row:
     shell:
         "mkdir -p {params.run} && python -m algos.ablations --spec {wildcards.spec} --row {wildcards.row} {params.budget} "
         "> {params.run}/row_config.yaml 2> {log} && OMP_NUM_THREADS={threads} python -m algos.train "
-        "--config {params.run}/row_config.yaml --out {params.run} model.name_or_path={params.model} seed={wildcards.seed} "
+        "--config {params.run}/row_config.yaml --out {params.run} --on-config-change restart "
+        "model.name_or_path={params.model} seed={wildcards.seed} "
         "tracking.experiment={wildcards.spec} tracking.parent_run={wildcards.row} tracking.run_name=seed{wildcards.seed} "
         ">> {log} 2>&1"
 

@@ -13,13 +13,24 @@ BUDGET = Budget(
     config["ablations"]["step_scale"],
     {preset: tuple(values) for preset, values in config["ablations"]["tuned"].items()},
 )
-BUDGET_OPTIONS = " ".join(
-    [
-        f"--step-scale {BUDGET.step_scale}",
-        *(f"--set {shlex.quote(text)}" for text in BUDGET.overrides),
-        *(f"--tuned {shlex.quote(f'{preset}:{text}')}" for preset, values in BUDGET.tuned.items() for text in values),
-    ]
-)
+
+
+def budget_options(wildcards):
+    """The campaign's budget as one row's command-line options.
+
+    Only the row's own preset's tuned values are passed, so tuning one preset leaves every other row's
+    params, and so its runs, as they are.
+    """
+    preset = spec_named(wildcards.spec).row(wildcards.row).preset
+    return " ".join(
+        [
+            f"--step-scale {BUDGET.step_scale}",
+            *(f"--set {shlex.quote(text)}" for text in BUDGET.overrides),
+            *(f"--tuned {shlex.quote(f'{preset}:{text}')}" for text in BUDGET.tuned.get(preset, ())),
+        ]
+    )
+
+
 for _spec in config["ablations"]["specs"]:
     spec_named(_spec).check_budget(BUDGET)  # a bad spec or budget fails here, before any job starts
 for _preset in BUDGET.tuned:

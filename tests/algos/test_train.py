@@ -164,6 +164,38 @@ def test_killed_run_resumes_to_the_same_final_metrics(tiny_base, tmp_path):
     assert comparable(run_files.read_metrics(resumed)) == comparable(run_files.read_metrics(tmp_path / "straight"))
 
 
+def test_a_run_of_another_config_is_not_resumed_and_the_message_names_what_differs(tiny_base, tmp_path, capsys):
+    grpo = tiny_overrides(tiny_base, **{"run.steps": 2})
+    assert main(["--preset", "grpo", "--out", str(tmp_path), *grpo]) == 0
+    before = {name: (tmp_path / name).read_bytes() for name in (run_files.METRICS_FILE, run_files.CONFIG_FILE)}
+    capsys.readouterr()
+
+    assert main(["--preset", "dapo", "--out", str(tmp_path), *grpo, "seed=7", "optim.lr=0.003"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "holds a run of a different config" in error
+    assert "seed: 0 -> 7" in error and "optim.lr: 0.0001 -> 0.003" in error and "policy_loss.clip_eps_high" in error
+    assert "--on-config-change restart" in error
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before  # nothing was touched
+
+    # tracking is not part of what a run computes: a new run name still resumes the finished run
+    assert main(["--preset", "grpo", "--out", str(tmp_path), *grpo, "tracking.run_name=renamed"]) == 0
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+
+
+def test_restart_on_config_change_trains_the_new_config_from_scratch(tiny_base, tmp_path):
+    first = tiny_overrides(tiny_base, **{"run.steps": 2})
+    changed = tiny_overrides(tiny_base, **{"run.steps": 2, "optim.lr": 0.003})
+    train(load_config("grpo", overrides=changed), tmp_path / "straight")
+    run = tmp_path / "row"
+    train(load_config("grpo", overrides=first), run)
+    (run / "row_config.yaml").write_text("kept: true\n")  # the workflow's input beside the run's files
+
+    train(load_config("grpo", overrides=changed), run, on_config_change="restart")
+    assert comparable(run_files.read_metrics(run)) == comparable(run_files.read_metrics(tmp_path / "straight"))
+    assert load_config(files=[run / run_files.CONFIG_FILE]).optim.lr == 0.003
+    assert (run / "row_config.yaml").read_text() == "kept: true\n"
+
+
 def test_non_finite_loss_skips_the_update_and_keeps_weights_finite(tiny_base, tmp_path, monkeypatch):
     import algos.update as update_module
 
