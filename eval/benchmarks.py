@@ -170,8 +170,14 @@ def _benchmark_file(spec: BenchmarkSpec, data_dir: str | os.PathLike[str] | None
 
 
 def load_benchmark_file(path: str | os.PathLike[str]) -> list[Problem]:
-    """Every problem in a JSONL file of the benchmark schema, validated; blank lines are skipped."""
-    return _validated(_jsonl_rows(Path(path)))
+    """Every problem in a JSONL file of the benchmark schema, validated; blank lines are skipped.
+
+    A file without a problem is refused (ValueError naming it): an empty benchmark scores nothing.
+    """
+    problems = _validated(_jsonl_rows(Path(path)))
+    if not problems:
+        raise ValueError(f"{path}: holds no problems (an empty benchmark file)")
+    return problems
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:

@@ -43,8 +43,12 @@ DEFAULT_TIMEOUT_SECONDS = 5
 """math-verify's limit for one parse and for one comparison (main thread only)."""
 
 _BOX_OPENING = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_ANSWER_PHRASE = re.compile(r"(?:####|\banswer\b(?:\*\*)?\s*(?:is\b(?!')\s*:?|:))\s*(?P<span>[^\n]*)", re.IGNORECASE)
+_ANSWER_PHRASE = re.compile(
+    r"(?:####|\banswer\b(?:\*\*)?\s*(?:is\b(?!')\s*:?|:|(?=isn't\b)))\s*(?P<span>[^\n]*)", re.IGNORECASE
+)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)")
+_NEGATION = re.compile(r"(?:^|[\s,;(]+)(?:not|isn't|is not|rather than|instead of)\b.*$", re.IGNORECASE | re.DOTALL)
+_TRAILING_PERCENT = re.compile(r"\s*\\?%$")
 _MATH_DELIMITERS = re.compile(r"^(?:\\\(|\\\[)|(?:\\\)|\\\])$")
 _THOUSANDS_SEPARATOR = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _LATEX_NOISE = re.compile(r"\\[,!;: ]|\\\$|\$|\\%|%|~")
@@ -90,18 +94,20 @@ def _last_box(text: str) -> str | None:
 
 
 def _tidy_span(span: str) -> str:
-    """The answer in the rest of a final-answer line: up to the end of its sentence, without the
-    markdown emphasis, math delimiters and closing period around it."""
-    span = _SENTENCE_END.split(span, maxsplit=1)[0]
+    """The answer in the rest of a final-answer line: up to the end of its sentence and before any
+    negation ("24, not 25" asserts 24; "not 18" asserts nothing), without the markdown emphasis, math
+    delimiters and closing period around it."""
+    span = _NEGATION.sub("", _SENTENCE_END.split(span, maxsplit=1)[0])
     span = span.strip(" \t*").rstrip(".").strip(" $")
     return _MATH_DELIMITERS.sub("", span).strip()
 
 
 def _last_phrase_answer(text: str) -> str | None:
-    """The answer stated by the last final-answer phrase with something after it."""
+    """The answer stated by the last final-answer phrase with something after it; "" when that phrase
+    only negates ("The answer is not 18." commits to no answer)."""
     for match in reversed(list(_ANSWER_PHRASE.finditer(text))):
         span = _tidy_span(match.group("span"))
-        if span:
+        if span or _NEGATION.search(match.group("span")):
             return span
     return None
 
@@ -162,10 +168,11 @@ def _parse_latex_answer(answer: str, timeout_seconds: int | None) -> tuple:
     differently from an identical prediction. Cached because a reference is graded against every
     sample of its group.
     """
-    # Boxing rather than $...$ keeps answers that contain "$" (such as "\$18.90") whole.
+    # A percentage is its number (12.5\% = 12.5). Boxing rather than $...$ keeps answers that contain
+    # "$" (such as "\$18.90") whole.
     return tuple(
         parse(
-            f"\\boxed{{{answer}}}",
+            f"\\boxed{{{_TRAILING_PERCENT.sub('', answer)}}}",
             extraction_config=[LatexExtractionConfig()],
             fallback_mode="first_match",
             parsing_timeout=timeout_seconds,

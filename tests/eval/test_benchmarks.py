@@ -100,6 +100,12 @@ def test_undecodable_line_fails_naming_file_and_line(tmp_path):
         load_benchmark("aime24", data_dir=tmp_path)
 
 
+def test_an_empty_benchmark_file_is_refused_naming_it(tmp_path):
+    path = _write_rows(tmp_path / "gsm8k_test.jsonl", ["", ""])
+    with pytest.raises(ValueError, match=re.escape(f"{path}: holds no problems")):
+        load_benchmark("gsm8k", data_dir=tmp_path)
+
+
 def test_a_custom_file_loads_with_blank_lines_skipped(tmp_path):
     path = _write_rows(tmp_path / "own.jsonl", [_row("a", solution="S", level=3), "", _row("b")])
     assert load_benchmark_file(path) == [

@@ -166,6 +166,30 @@ def test_grade_numeric(response, reference, correct):
     assert grade_numeric(response, reference) is correct
 
 
+@pytest.mark.parametrize(
+    ("response", "asserted"),
+    [
+        ("The answer is not 18.", None),
+        ("The answer isn't 18.", None),
+        ("The answer is 24, not 25.", "24"),
+        ("The answer is 18 (not 19).", "18"),
+        ("The answer is 7 rather than 9.", "7"),
+    ],
+)
+def test_a_negated_final_answer_reads_only_the_asserted_value(response, asserted):
+    assert extract_final_answer(response) == asserted
+    for other in ("18", "24", "25", "19", "7", "9"):
+        expected = other == asserted
+        assert grade_integer(response, other) is expected and grade_numeric(response, other) is expected
+        assert grade_math(response, other) is expected
+
+
+@pytest.mark.parametrize("response", [r"\boxed{12.5\%}", r"The answer is 12.5\%.", "#### 12.5%", r"\boxed{12.5 \%}"])
+def test_percentages_compare_as_their_numbers(response):
+    assert grade_math(response, "12.5") and grade_numeric(response, "12.5")
+    assert grade_math(response, r"12.5\%") and not grade_math(response, "12")
+
+
 HOSTILE = {
     "huge": "9" * 5_000_000,
     "huge box": "\\boxed{" + "1" * 2_000_000 + "}",
