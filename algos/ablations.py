@@ -335,10 +335,25 @@ def parse_endpoints(entries: Any, where: str) -> tuple[Endpoint, ...]:
     return tuple(endpoints)
 
 
+def list_specs(ablations_dir: Path = ABLATIONS_DIR) -> int:
+    """Print every spec with its rows; a broken spec is named on stderr (exit 2) and the rest still listed."""
+    broken = 0
+    for name in available_specs(ablations_dir):
+        try:
+            spec = read_spec(name, ablations_dir)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            broken += 1
+            continue
+        print(f"{name} ({spec.kind}): {spec.title} -- rows: {', '.join(r.id for r in spec.rows)}")
+    return 2 if broken else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m algos.ablations", description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="list the specs and their rows")
     parser.add_argument("--spec", help="spec name (see --list)")
+    parser.add_argument("--ablations-dir", type=Path, default=ABLATIONS_DIR, help="folder of spec files")
     parser.add_argument("--row", help="print this row's resolved config")
     parser.add_argument("--step-scale", type=float, default=1.0, help="campaign budget: times every step count")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="campaign budget override")
@@ -353,11 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     budget = Budget(tuple(args.set), args.step_scale, tuned)
     try:
         if args.list or not args.spec:
-            for name in available_specs():
-                spec = read_spec(name)
-                print(f"{name} ({spec.kind}): {spec.title} -- rows: {', '.join(r.id for r in spec.rows)}")
+            return list_specs(args.ablations_dir)
         elif args.row:
-            spec = read_spec(args.spec)
+            spec = read_spec(args.spec, args.ablations_dir)
             row = spec.row(args.row)
             print(f"# {spec.name} / {row.id}: {row.label} (compared with {row.compare_to}); endpoints:")
             for endpoint in row.endpoints:
@@ -365,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             config = spec.config(args.row, budget)
             print(yaml.safe_dump(config_to_dict(config), sort_keys=False), end="")
         else:
-            spec = read_spec(args.spec)
+            spec = read_spec(args.spec, args.ablations_dir)
             for row in spec.rows:
                 print(f"{row.id}: {row.label} (paper {row.paper}; compared with {row.compare_to}) {row.settings}")
                 for endpoint in row.endpoints:

@@ -110,7 +110,9 @@ class PolicyLossConfig:
             "splitting it into micro-batches of 8)."
         ),
     )
-    clip_eps_low: NonNegative = Field(0.2, description="Ratio clipped below at 1 - eps_low (PPO: 0.2; GSPO: 3e-4).")
+    clip_eps_low: Probability = Field(
+        0.2, description="Ratio clipped below at 1 - eps_low, at most 1 (a ratio is never negative) (PPO: 0.2; GSPO: 3e-4)."
+    )
     clip_eps_high: NonNegative = Field(
         0.2, description="Ratio clipped above at 1 + eps_high (PPO: 0.2; DAPO Clip-Higher: 0.28; GSPO: 4e-4)."
     )
@@ -418,6 +420,12 @@ class RunConfig:
     checkpoint_every: Annotated[int, Field(ge=0)] = Field(
         10, description="Save a resumable checkpoint every this many steps (and at the end); 0 = only at the end."
     )
+    max_nonfinite_frac: Probability = Field(
+        0.5,
+        description="Largest share of one step's optimizer updates that may be skipped for a non-finite loss or "
+        "gradient; a step above it ends the run with an error (its metrics logged), since a run whose updates "
+        "are all skipped no longer trains.",
+    )
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto picks CUDA when available.")
     mixed_precision: Literal["no", "bf16", "fp16"] = Field("no", description="accelerate's autocast mode (GPU runs).")
 
@@ -429,7 +437,10 @@ class TrackingConfig:
     backend: Literal["mlflow", "none"] = Field("mlflow", description="mlflow logs every run; none keeps runs offline.")
     uri: str | None = Field(
         None,
-        description="MLflow tracking URI; None uses $MLFLOW_TRACKING_URI, else the local store ./mlruns.",
+        description=(
+            "MLflow tracking URI; None uses $MLFLOW_TRACKING_URI, else the local database sqlite:///mlflow.db "
+            "(artifacts under ./mlruns)."
+        ),
     )
     experiment: str = Field("rl-harness", description="MLflow experiment name.")
     run_name: str | None = Field(None, description="MLflow run name; None uses the output directory's name.")

@@ -49,6 +49,7 @@ METRICS: dict[str, str] = {
     "actor/grad_norm": "policy gradient norm before clipping",
     "actor/lr": "actor learning rate (after warm-up)",
     "actor/nonfinite_skipped": "updates skipped for a non-finite loss or gradient",
+    "actor/nonfinite_skipped_frac": "share of the step's updates skipped for a non-finite loss or gradient",
     # Critic: value loss and gradient over the updates; the rest measured on the batch before it learns.
     "critic/value_loss": "value loss ½(V - target)²",
     "critic/value_clip_frac": "share of tokens where value clipping was active",

@@ -62,6 +62,10 @@ from eval.tasks import TaskData, builtin_task, problem_list_task
 log = logging.getLogger(__name__)
 
 
+class NonFiniteTrainingError(RuntimeError):
+    """A step skipped more of its updates for non-finite values than ``run.max_nonfinite_frac`` allows."""
+
+
 class StopTraining(Exception):
     """Raised by an ``on_evaluation`` callback to end a run early (a pruned sweep trial)."""
 
@@ -224,7 +228,8 @@ def train(
     ``on_config_change="restart"`` it is discarded with the run's files and the run starts afresh.
     """
     cfg, out = config, Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output directory {out} is a file; pass a directory (new or holding a run) as --out")
     task = _task_data(cfg, problems, eval_problems, verifier)
     warnings = warn_about(cfg, task.longest_response_tokens)
     accelerator = _accelerator(cfg)
@@ -253,6 +258,7 @@ def train(
             learner.critic_optimizer.load_state_dict(state["critic_optimizer"])
         run_files.truncate_metrics(out, state["step"])
 
+    out.mkdir(parents=True, exist_ok=True)  # only once the models load, so a bad model path leaves nothing behind
     tags = run_tags(cfg, preset, accelerator.device)
     if tracker is None:
         tracker = make_tracker(cfg.tracking, cfg.tracking.run_name or out.name, tags, state.get("tracker_run_id"))
@@ -328,6 +334,13 @@ def train(
             if step == cfg.run.steps or (cfg.run.eval_every and step % cfg.run.eval_every == 0):
                 metrics.update(evaluate(cfg, accelerator.unwrap_model(policy), tokenizer, task, chat, step))
             log_step(step, metrics)
+            if metrics["actor/nonfinite_skipped_frac"] > cfg.run.max_nonfinite_frac:
+                tracker.finish("FAILED")
+                raise NonFiniteTrainingError(
+                    f"step {step} skipped {metrics['actor/nonfinite_skipped']:.0f} of its updates "
+                    f"({metrics['actor/nonfinite_skipped_frac']:.0%}) for a non-finite loss or gradient, more than "
+                    f"run.max_nonfinite_frac={cfg.run.max_nonfinite_frac}; its metrics are in {out / run_files.METRICS_FILE}"
+                )
             if step == cfg.run.steps or (cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0):
                 latest = checkpoint(step, train_seconds, samples_generated)
             if on_evaluation is not None and any(key.startswith("eval/") for key in metrics):
@@ -392,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_config(args.preset, args.config, args.overrides)
         result = train(cfg, args.out, preset=args.preset, on_config_change=args.on_config_change)
-    except (ConfigError, ModelNotFoundError, ValueError) as exc:
+    except (ConfigError, ModelNotFoundError, ValueError, NonFiniteTrainingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(result.metrics, indent=2))

@@ -144,7 +144,7 @@ def update(
     on the sampling log-probabilities, so they carry no gradient, and only the critic steps.
     """
     if batch.size == 0:
-        return {"actor/nonfinite_skipped": 0.0}
+        return {"actor/nonfinite_skipped": 0.0, "actor/nonfinite_skipped_frac": 0.0}
     learner.policy.train()
     if learner.critic is not None:
         learner.critic.train()
@@ -175,6 +175,7 @@ def update(
                 after_optimizer_step()
     step_metrics = {key: sum(u.get(key, 0.0) for u in updates) / len(updates) for key in updates[0]}
     step_metrics["actor/nonfinite_skipped"] = sum(u["actor/nonfinite_skipped"] for u in updates)
+    step_metrics["actor/nonfinite_skipped_frac"] = step_metrics["actor/nonfinite_skipped"] / len(updates)
     if critic_only:
         return {key: value for key, value in step_metrics.items() if key.startswith("critic/")}
     step_metrics["actor/approx_kl_old_max"] = max(u["actor/approx_kl_old"] for u in updates)

@@ -1,7 +1,9 @@
+import shutil
+
 import pytest
 import yaml
 
-from algos.ablations import Budget, available_specs, main, read_spec, scale_steps
+from algos.ablations import ABLATIONS_DIR, Budget, available_specs, main, read_spec, scale_steps
 from algos.presets import ConfigError, diff_from_base, load_config
 
 
@@ -182,3 +184,13 @@ def test_the_row_command_shows_the_endpoints_with_the_resolved_config(capsys):
     assert "# dapo_table1 / clip_higher" in out and "#   actor/entropy over steps 15-30, expected up (DAPO §3.1" in out
     body = yaml.safe_load(out)  # the endpoints are comments: the output stays a config file
     assert body["policy_loss"]["clip_eps_high"] == 0.28 and body["run"]["steps"] == 30
+
+
+def test_list_names_a_broken_spec_and_still_lists_the_rest(tmp_path, capsys):
+    for name in ("dapo_table1", "dr_grpo_bias"):
+        shutil.copy(ABLATIONS_DIR / f"{name}.yaml", tmp_path)
+    (tmp_path / "broken.yaml").write_text("title: no rows here\n")
+    assert main(["--list", "--ablations-dir", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith("dapo_table1 (cumulative)") and "dr_grpo_bias (leave_one_out)" in out
+    assert err.count("\n") == 1 and "broken.yaml" in err

@@ -83,6 +83,7 @@ BAD_INPUTS = [
     (["reward.correct=0", "reward.incorrect=0"], "reward.correct must be greater"),
     (["reward.soft_overlong_buffer=96"], "must be smaller than L_max=96"),
     (["policy_loss.dual_clip_c=0.5"], "greater than 1"),
+    (["policy_loss.clip_eps_low=1.5"], "'policy_loss.clip_eps_low' = 1.5: Input should be less than or equal to 1"),
     (["advantage.adaptive_lambda_alpha=0.05"], "GAE options"),
     (["--preset", "dapo", "dynamic_sampling.filter_on=reward"], "must not filter on a shaped reward"),
     (["--config", "missing.yaml"], "config file not found: missing.yaml"),

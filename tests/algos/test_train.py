@@ -16,7 +16,7 @@ from algos.checkpoint import latest_checkpoint
 from algos.metrics import METRICS
 from algos.presets import available_presets, load_config
 from algos.tracking import NullTracker
-from algos.train import main, train
+from algos.train import NonFiniteTrainingError, main, train
 from eval.checked_chain import CheckedChainTask
 from eval.records import Problem
 from eval.tokenizer import build_tokenizer
@@ -224,6 +224,25 @@ def test_non_finite_loss_skips_the_update_and_keeps_weights_finite(tiny_base, tm
     assert any(not torch.equal(weights[k], initial[k]) for k in initial), "the second mini-batch still updates"
 
 
+def test_a_step_whose_updates_are_all_skipped_ends_the_run_with_an_error(tiny_base, tmp_path, monkeypatch):
+    import algos.update as update_module
+
+    real = update_module.compose_loss
+
+    def poisoned(cfg, batch, denominators):
+        output = real(cfg, batch, denominators)
+        return type(output)(output.total * float("nan"), output.policy, output.value, output.metrics, output.token_values)
+
+    monkeypatch.setattr(update_module, "compose_loss", poisoned)
+    cfg = load_config("grpo", overrides=tiny_overrides(tiny_base, **{"run.steps": 3}))
+    problems = [Problem(id=str(i), prompt=f"{i % 10} + 1 =", answer="") for i in range(20)]
+    length_parity = lambda response, answer: len(response.split()) % 2 == 0  # noqa: E731  (gives every group variance)
+    with pytest.raises(NonFiniteTrainingError, match=r"step 1 skipped 2 of its updates \(100%\).*max_nonfinite_frac"):
+        train(cfg, tmp_path, problems=problems, eval_problems={}, verifier=length_parity)
+    assert run_files.read_metrics(tmp_path)[-1]["actor/nonfinite_skipped_frac"] == 1.0  # the failing step is logged
+    assert not (tmp_path / run_files.FINAL_FILE).exists()
+
+
 def test_user_problems_and_verifier(tiny_base, tmp_path):
     problems = [Problem(id=str(i), prompt=f"{i % 10} + 1 =", answer=str((i + 1) % 10)) for i in range(20)]
     calls = []
@@ -275,8 +294,14 @@ def test_mlflow_run_records_params_metrics_tags_and_artifacts(tiny_base, tmp_pat
 def test_command_line_errors_name_the_problem(tmp_path, capsys):
     assert main(["--preset", "nope", "--out", str(tmp_path)]) == 2
     assert "nope" in capsys.readouterr().err
-    assert main(["--out", str(tmp_path), f"model.name_or_path={tmp_path / 'missing'}"]) == 2
+    run = tmp_path / "run"
+    assert main(["--out", str(run), f"model.name_or_path={tmp_path / 'missing'}"]) == 2
     assert "python -m algos.sft" in capsys.readouterr().err
+    assert not run.exists(), "a run that cannot start leaves no directory behind"
+    (tmp_path / "a_file").write_text("")
+    assert main(["--out", str(tmp_path / "a_file"), "run.steps=1"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "a_file is a file" in error
 
 
 def _open_run(uri: str, name: str, parent: str | None = None) -> None:
