@@ -111,7 +111,9 @@ class PolicyLossConfig:
         ),
     )
     clip_eps_low: Probability = Field(
-        0.2, description="Ratio clipped below at 1 - eps_low, at most 1 (a ratio is never negative) (PPO: 0.2; GSPO: 3e-4)."
+        0.2,
+        description="Ratio clipped below at 1 - eps_low, at most 1 since a ratio is never negative (PPO: 0.2; "
+        "GSPO: 3e-4).",
     )
     clip_eps_high: NonNegative = Field(
         0.2, description="Ratio clipped above at 1 + eps_high (PPO: 0.2; DAPO Clip-Higher: 0.28; GSPO: 4e-4)."

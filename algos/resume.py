@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 
@@ -22,7 +22,7 @@ from algos.config import RLConfig
 from algos.presets import config_hash, config_to_dict, flatten
 
 OnConfigChange = Literal["fail", "restart"]
-ON_CONFIG_CHANGE: tuple[OnConfigChange, ...] = ("fail", "restart")
+ON_CONFIG_CHANGE: tuple[OnConfigChange, ...] = get_args(OnConfigChange)
 
 RUN_OUTPUTS = (
     run_files.CONFIG_FILE,

@@ -338,8 +338,9 @@ def train(
                 tracker.finish("FAILED")
                 raise NonFiniteTrainingError(
                     f"step {step} skipped {metrics['actor/nonfinite_skipped']:.0f} of its updates "
-                    f"({metrics['actor/nonfinite_skipped_frac']:.0%}) for a non-finite loss or gradient, more than "
-                    f"run.max_nonfinite_frac={cfg.run.max_nonfinite_frac}; its metrics are in {out / run_files.METRICS_FILE}"
+                    f"({metrics['actor/nonfinite_skipped_frac']:.0%}) for a non-finite loss or gradient, more "
+                    f"than run.max_nonfinite_frac={cfg.run.max_nonfinite_frac}; its metrics are in "
+                    f"{out / run_files.METRICS_FILE}"
                 )
             if step == cfg.run.steps or (cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0):
                 latest = checkpoint(step, train_seconds, samples_generated)
@@ -391,7 +392,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m algos.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", help="algorithm preset (python -m algos.presets --list)")
     parser.add_argument("--config", action="append", default=[], help="YAML file of overrides (repeatable)")
-    parser.add_argument("--out", required=True, type=Path, help="run directory (resumed if it holds a checkpoint of the same config)")
+    parser.add_argument(
+        "--out", required=True, type=Path, help="run directory (resumed if it holds a checkpoint of the same config)"
+    )
     parser.add_argument(
         "--on-config-change",
         choices=ON_CONFIG_CHANGE,

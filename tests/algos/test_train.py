@@ -231,7 +231,9 @@ def test_a_step_whose_updates_are_all_skipped_ends_the_run_with_an_error(tiny_ba
 
     def poisoned(cfg, batch, denominators):
         output = real(cfg, batch, denominators)
-        return type(output)(output.total * float("nan"), output.policy, output.value, output.metrics, output.token_values)
+        return type(output)(
+            output.total * float("nan"), output.policy, output.value, output.metrics, output.token_values
+        )
 
     monkeypatch.setattr(update_module, "compose_loss", poisoned)
     cfg = load_config("grpo", overrides=tiny_overrides(tiny_base, **{"run.steps": 3}))
