@@ -133,6 +133,7 @@ def evaluate(
         "engine": {"name": engine.name, "version": engine.version},
         "extractor": suite.extractor,
         "grader": suite.grader,
+        **({"sandbox": suite.sandbox()} if suite.sandbox else {}),
         "problems": len(problems),
         "problems_file": str(problems_file) if problems_file else None,
         "seconds": {"generation": round(generation_seconds, 2), "total": round(time.perf_counter() - started, 2)},

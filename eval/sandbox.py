@@ -1,125 +1,88 @@
-"""Run untrusted Python source in a sandboxed subprocess and say whether it ran to the end.
+"""Run untrusted Python in a sandbox and judge it from outside.
 
-A program passes when it runs to its last line without raising. The sandbox proves that by writing
-a random per-run nonce, known only to it, after the program returns; an exit status of 0 on its
-own (``os._exit(0)`` or ``sys.exit(0)`` before the tests run) is a failure.
+The program (say, a HumanEval prompt plus a model's completion) is loaded in a fresh sandbox; the
+grader's own test code runs here, in the grader, and calls the program's functions through
+:class:`Sandbox`: arguments go in and return values come back as plain data
+(:mod:`eval.plain_data`), and the test compares them with the built-in ``==``. Pass or fail is
+decided here, so nothing the program does inside its sandbox (exiting early, writing tokens,
+walking frames, returning an object that equals everything) can make a test pass that its return
+values fail. The program side is :mod:`eval.sandbox_worker`.
 
-Protections, each enforced by the kernel where the OS allows it, with a Python-level guard as a
-second layer that a determined program can get around:
+Isolation (:func:`detect_isolation`), strongest available:
 
-- Working directory: a fresh temporary directory (also ``HOME`` and ``TMPDIR``), removed
-  afterwards whatever happened. The environment is not inherited, so no secrets leak in.
-- Processes: the program runs in a worker process under a supervisor that never runs untrusted
-  code. At the deadline, and after every run, the supervisor kills the worker's process group and
-  then every process still below it (it is a child subreaper, so orphans come back to it, even
-  ones that left the group), and reaps them all. The parent kills the supervisor's process group
-  if it overruns the deadline by more than a grace period.
-- Resource limits (``setrlimit`` in the worker, before any untrusted code): address space, CPU
-  seconds, process count, file size, open files, no core dumps. They are set after the fork, not
-  before exec, so that the supervisor can always start the worker even when the user already runs
-  more processes than the limit allows. Stdout is discarded; stderr goes to an anonymous file
-  capped by the file-size limit, of which the parent reads only the tail.
-- Privileges: when the parent runs as root, the worker switches to uid and gid 65534 (``nobody``)
-  with no supplementary groups before any untrusted code runs. Root ignores the process-count
-  limit and may write anywhere, so the switch is what makes those protections real. It happens
-  after the interpreter has started, not before exec, because the interpreter may live where
-  ``nobody`` cannot read (for example under root's 0700 home); imports keep working through
-  directories opened while still root. ``no_new_privs`` stops any later exec from regaining
-  privileges.
-- Network: the worker moves into a new network namespace, which has no usable interface. This
-  needs root with CAP_SYS_ADMIN, or unprivileged user namespaces; where neither is available the
-  worker keeps the host network and only the Python guard stands in the way.
-- Python guard: no sockets, no new processes or signals to others, no ctypes, and files may be
-  opened for writing, created, removed, renamed or changed only inside the sandbox directory.
+- ``bubblewrap`` (the ``bwrap`` command, from the distribution's ``bubblewrap`` package): new PID,
+  network, IPC and UTS namespaces and a private mount namespace holding only /usr, the interpreter
+  and its standard library read-only, the two worker files, a fresh /proc and /dev, and a private
+  size-capped /tmp as the working directory. The program's PID namespace dies with it, which kills
+  every descendant, daemons that called setsid or double-forked included. No network interface and
+  no host socket is reachable, Unix sockets included. Under a root grader the program runs as uid
+  and gid 65534 with no capabilities, and a cgroup caps memory and processes for the whole tree;
+  under a non-root grader it runs as that user inside its own user namespace, whose process limit
+  (RLIMIT_NPROC) then counts only the sandbox's processes, and memory is capped per process.
+- ``process``, the fallback when bubblewrap is missing or cannot run here
+  (:mod:`eval.process_sandbox`): resource limits, a network namespace where allowed, ``nobody``
+  under root, and a Python-level guard that a determined program can get around. Grading a
+  training run's code with it needs an explicit opt-in (:func:`require_strong_isolation`).
 
-Known limits: the nonce lives in the worker's memory, so code written to dig it out of the
-interpreter can forge a pass; disk use is bounded per file, not in total; sandboxes running at
-once share the ``nobody`` user, so one that gets past the Python guard could signal another;
-without root, the process limit counts all of the user's processes and the worker could signal
-its supervisor. Linux only: it relies on /proc, prctl and setrlimit.
-
-The parent imports this module; the sandbox runs it as a script (``python -I sandbox.py FD DEADLINE LIMITS``).
+Both also apply per-process limits (address space, CPU seconds, file size, open files, no core
+dumps), start from an empty environment, and kill the whole tree when the grader is done or the
+deadline passes. Linux only.
 """
 
 from __future__ import annotations
 
-import _io
-import _posixsubprocess
-import _socket
-import builtins
-import ctypes
 import dataclasses
 import functools
-import io
 import json
-import linecache
-import math
 import os
-import posix
-import resource
-import secrets
+import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import traceback
-import types
+import warnings
 from collections.abc import Callable
-from types import TracebackType
-from typing import Any, BinaryIO, NoReturn
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from eval import cgroup, plain_data
 
 STATUSES = ("passed", "failed", "timeout", "crashed", "error")
-"""passed: ran to the end. failed: raised, exited early, or did not compile. timeout: over the
-wall-clock or CPU limit. crashed: killed by another signal. error: the sandbox could not run the
-program. A program that itself exits with status 125 or dies of SIGALRM reads as error or timeout:
-never as passed."""
-
+"""passed: the grader's test ran to its end. failed: it raised (a failed assertion, a wrong value
+the test could not handle, a call into the program that raised or returned something that is not
+plain data, a program that did not load or that exited). timeout: over the wall-clock or CPU
+limit. crashed: the program was killed by a signal (the cgroup's out-of-memory kill included).
+error: the sandbox could not run, or the tests themselves do not compile."""
+ISOLATIONS = ("bubblewrap", "process")
 UNPRIVILEGED_ID = 65534
-"""uid and gid the worker runs as when the parent is root: ``nobody`` and ``nogroup`` on Linux."""
-SETUP_FAILED_EXIT = 125
-"""Exit status of a worker that could not isolate itself, reported as status "error"."""
-SUPERVISOR_GRACE_S = 1.0
-"""How long past the deadline the parent waits for the supervisor before killing it."""
-PROGRAM_NAME = "<sandboxed>"
-"""File name of the untrusted program in tracebacks."""
-PROGRAM_MODULE = "__sandboxed__"
-"""Module name the untrusted program runs as."""
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWNET = 0x40000000
-PR_SET_DUMPABLE = 4
-PR_SET_CHILD_SUBREAPER = 36
-PR_SET_NO_NEW_PRIVS = 38
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-PROCESS_CALLS = (
-    "fork", "forkpty", "execv", "execve", "posix_spawn", "posix_spawnp", "system", "kill", "killpg", "setsid",
-    "setpgid", "setpgrp",
-)  # fmt: skip
-"""The primitives behind every way ``os`` starts, replaces or signals processes (``spawn*``,
-``exec*`` and ``popen`` look them up at call time); refused in both ``os`` and ``posix``."""
-PATH_CALLS = (
-    "remove", "unlink", "rmdir", "rename", "replace", "truncate", "chmod", "chown", "lchown", "link", "symlink",
-    "mkdir", "mkfifo", "mknod", "utime",
-)  # fmt: skip
-"""``os`` calls that change the file system, confined to the sandbox directory. ``removedirs``,
-``renames``, ``makedirs``, ``shutil.rmtree`` and ``pathlib`` go through them."""
+"""uid and gid the program runs as under a root grader: ``nobody`` and ``nogroup`` on Linux."""
+WORKER_DIR = Path(__file__).resolve().parent
+WORKER_FILES = ("sandbox_worker.py", "plain_data.py")
+"""The program side, bound read-only into the sandbox at /sandbox."""
+TEARDOWN_S = 5.0
+"""How long the grader waits for a killed sandbox to be gone."""
+EXIT_GRACE_S = 1.0
+"""How long past the deadline the grader waits for a sandbox that closed its channel to exit; the
+fallback's supervisor kills its worker at the deadline and then needs a moment."""
 
 
 @dataclasses.dataclass(frozen=True)
 class SandboxLimits:
-    """What one sandboxed run may use.
+    """What one sandbox may use.
 
-    timeout_s: wall-clock seconds for the whole run, interpreter start-up included. CPU time is
-        capped at ``ceil(timeout_s) + 1`` seconds per process as a second line.
-    memory_mb: address-space limit per process (RLIMIT_AS); allocating beyond it raises MemoryError.
-    max_processes: RLIMIT_NPROC, threads included. The kernel counts it per user: sandboxes running
-        at once as ``nobody`` share it, and without root it also counts the user's other processes.
-    max_file_bytes: largest file the program may write (RLIMIT_FSIZE), its stderr included; a
-        write beyond it fails.
+    timeout_s: wall-clock seconds for the whole session: start-up, loading the program and every
+        call. CPU time is capped at ``ceil(timeout_s) + 1`` seconds per process as a second line.
+    memory_mb: address space per process (RLIMIT_AS: allocating beyond it raises MemoryError) and,
+        with a cgroup, memory for the whole tree (beyond it the kernel kills: status "crashed").
+    max_processes: processes and threads: for the whole tree with a cgroup or a user namespace,
+        otherwise counted per user (RLIMIT_NPROC).
+    max_file_bytes: largest file the program may write (RLIMIT_FSIZE), its stderr included; under
+        bubblewrap also the size of its whole /tmp.
     max_open_files: RLIMIT_NOFILE.
-    stderr_tail_bytes: how much of the end of stderr the result keeps for diagnostics.
+    max_reply_bytes: largest reply the grader reads; a bigger one fails the call.
+    stderr_tail_bytes: how much of the end of the program's stderr a result keeps for diagnostics.
     """
 
     timeout_s: float = 10.0
@@ -127,6 +90,7 @@ class SandboxLimits:
     max_processes: int = 32
     max_file_bytes: int = 16 * 2**20
     max_open_files: int = 64
+    max_reply_bytes: int = 16 * 2**20
     stderr_tail_bytes: int = 4096
 
     def __post_init__(self) -> None:
@@ -138,7 +102,7 @@ class SandboxLimits:
             )
         if self.max_open_files < 16:
             raise ValueError(f"max_open_files must be at least 16 (the sandbox holds a few), got {self.max_open_files}")
-        for name in ("max_processes", "max_file_bytes"):
+        for name in ("max_processes", "max_file_bytes", "max_reply_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.stderr_tail_bytes < 0:
@@ -146,85 +110,424 @@ class SandboxLimits:
 
 
 @dataclasses.dataclass(frozen=True)
+class Isolation:
+    """How sandboxes are isolated on this machine.
+
+    kind: one of ISOLATIONS. description: what holds, in one line, for protocol files.
+    cgroups: whether a cgroup caps each sandbox's tree.
+    """
+
+    kind: str
+    description: str
+    cgroups: bool = False
+
+    @property
+    def strong(self) -> bool:
+        """Whether the OS, not a Python guard, keeps the program in."""
+        return self.kind == "bubblewrap"
+
+
+@dataclasses.dataclass(frozen=True)
 class SandboxResult:
-    """status: one of STATUSES. returncode: the sandbox's exit status (negative: killed by that
-    signal), None when it never started. stderr_tail: the end of its stderr, or why it could not run."""
+    """status: one of STATUSES. detail: why it did not pass, and the end of the program's stderr."""
 
     status: str
-    returncode: int | None
-    stderr_tail: str
+    detail: str = ""
 
     @property
     def passed(self) -> bool:
         return self.status == "passed"
 
 
-def run_sandboxed(source: str, limits: SandboxLimits = SandboxLimits()) -> SandboxResult:
-    """Run ``source`` as a program in a fresh sandbox. Never raises: a run that cannot happen is status "error"."""
-    try:
-        return _run(source, limits)
-    except Exception as error:  # graders run on arbitrary model output: a failure to run is a result, not a crash
-        return SandboxResult("error", None, f"{type(error).__name__}: {error}")
+class SandboxError(RuntimeError):
+    """The sandbox could not be started."""
 
 
-def _run(source: str, limits: SandboxLimits) -> SandboxResult:
-    nonce = secrets.token_hex(16).encode()
-    # surrogatepass keeps malformed text encodable; the sandbox then rejects it as invalid UTF-8.
-    payload = nonce + b"\n" + source.encode("utf-8", "surrogatepass")
-    workdir = tempfile.mkdtemp(prefix="sandbox-")
-    try:
-        if os.geteuid() == 0:
-            os.chown(workdir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-        with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr, tempfile.TemporaryFile() as verdict:
-            stdin.write(payload)
-            stdin.seek(0)
-            finished, returncode = _execute(workdir, stdin, stderr, verdict, limits)
-            verdict.seek(0)  # the sandbox moved the file offset it shares with this file object
-            reported = verdict.read(len(nonce) + 1) == nonce
-            status = _status(finished, returncode, reported)
-            return SandboxResult(status, returncode, _tail(stderr, limits.stderr_tail_bytes))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+class ProgramFailed(Exception):
+    """The program did not load, a call raised or returned something that is not plain data, or it exited."""
 
 
-def _execute(
-    workdir: str, stdin: BinaryIO, stderr: BinaryIO, verdict: BinaryIO, limits: SandboxLimits
-) -> tuple[bool, int]:
-    """Start the supervisor and wait for it: (whether it exited by the deadline plus grace, its exit status)."""
-    deadline = time.monotonic() + limits.timeout_s  # CLOCK_MONOTONIC is system-wide, so the sandbox can share it
-    arguments = [str(verdict.fileno()), repr(deadline), json.dumps(dataclasses.asdict(limits))]
-    supervisor = subprocess.Popen(
-        [sys.executable, "-I", os.path.abspath(__file__), *arguments],
-        stdin=stdin,
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
-        pass_fds=(verdict.fileno(),),
-        cwd=workdir,
-        env={"PATH": os.defpath, "HOME": workdir, "TMPDIR": workdir},
-        start_new_session=True,
+class ProgramTimedOut(Exception):
+    """The session ran past its deadline."""
+
+
+class ProgramCrashed(Exception):
+    """The program was killed by a signal."""
+
+
+class WeakIsolationError(RuntimeError):
+    """Only the fallback sandbox is available and the caller did not accept it."""
+
+
+@functools.cache
+def detect_isolation() -> Isolation:
+    """The strongest isolation that works here: bubblewrap when ``bwrap`` is installed and starts a
+    sandbox (tried once per process), else the fallback, with the reason."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return _fallback("bubblewrap is not installed (the `bwrap` command; Debian/Ubuntu package `bubblewrap`)")
+    cgroups = os.geteuid() == 0 and cgroup.unavailable_reason() is None
+    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
+    caps = (
+        "a cgroup caps memory and processes for the whole tree"
+        if cgroups
+        else "memory capped per process (RLIMIT_AS), processes per user namespace (RLIMIT_NPROC)"
     )
+    user = (
+        f"uid {UNPRIVILEGED_ID} without capabilities" if os.geteuid() == 0 else "the grader's user in a user namespace"
+    )
+    candidate = Isolation(
+        "bubblewrap",
+        f"{version or 'bubblewrap'}: PID, network, IPC, UTS and mount namespaces, read-only interpreter, "
+        f"private /tmp, {user}; {caps}",
+        cgroups,
+    )
+    probe = _probe(candidate)
+    return candidate if probe is None else _fallback(f"bubblewrap cannot start a sandbox here: {probe}")
+
+
+def _fallback(reason: str) -> Isolation:
+    warnings.warn(f"code sandboxes fall back to process isolation: {reason}", stacklevel=3)
+    return Isolation(
+        "process",
+        f"fallback process sandbox (resource limits, network namespace where allowed, Python guard): {reason}",
+    )
+
+
+def _probe(isolation: Isolation) -> str | None:
+    """None when a sandbox under ``isolation`` loads a program and answers a call, else what went wrong."""
     try:
-        finished = _wait_unreaped(supervisor.pid, deadline + SUPERVISOR_GRACE_S)
-    finally:
-        _kill_group(supervisor.pid)
-        returncode = supervisor.wait()
-    return finished, returncode
+        with Sandbox("def ping():\n    return 'pong'\n", SandboxLimits(timeout_s=30.0), isolation) as sandbox:
+            answer = sandbox.call("ping")
+    except (SandboxError, ProgramFailed, ProgramTimedOut, ProgramCrashed) as error:
+        return f"{type(error).__name__}: {error}"
+    return None if answer == "pong" else f"the probe answered {answer!r}"
 
 
-def _wait_unreaped(pid: int, deadline: float) -> bool:
-    """Wait until child ``pid`` exits, without reaping it; True if it did before ``deadline`` (time.monotonic).
+def require_strong_isolation(allow_fallback: bool) -> Isolation:
+    """The isolation for grading a training run's code: refuses the fallback unless ``allow_fallback``."""
+    isolation = detect_isolation()
+    if not isolation.strong and not allow_fallback:
+        raise WeakIsolationError(
+            f"refusing to run a training run's generated code without OS isolation: {isolation.description}. "
+            "Install bubblewrap, or pass allow_weak_sandbox=True to accept the fallback sandbox."
+        )
+    return isolation
 
-    An unreaped child keeps its pid, which is also its process group's id, so killing the group
-    afterwards cannot hit an unrelated group that reused the number.
+
+def judge(
+    program: str,
+    test: Callable[[Sandbox], None],
+    limits: SandboxLimits = SandboxLimits(),
+    isolation: Isolation | None = None,
+) -> SandboxResult:
+    """Load ``program`` in a fresh sandbox and run ``test(sandbox)`` here: passed when the test returns.
+
+    Never raises: the status says what happened (STATUSES), the detail why.
     """
-    pause = 0.001
-    while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        time.sleep(min(pause, remaining))
-        pause = min(2 * pause, 0.01)
-    return True
+    try:
+        with Sandbox(program, limits, isolation) as sandbox:
+            try:
+                test(sandbox)
+            except (ProgramFailed, ProgramTimedOut, ProgramCrashed):
+                raise
+            except Exception as error:  # a failed assertion, or a wrong value the test could not handle
+                return SandboxResult(
+                    "failed", f"the test raised {type(error).__name__}: {error}\n{sandbox.stderr_tail()}"
+                )
+        return SandboxResult("passed")
+    except ProgramFailed as error:
+        return SandboxResult("failed", str(error))
+    except ProgramTimedOut as error:
+        return SandboxResult("timeout", str(error))
+    except ProgramCrashed as error:
+        return SandboxResult("crashed", str(error))
+    except Exception as error:  # graders run on arbitrary model output: a failure to run is a result
+        return SandboxResult("error", f"{type(error).__name__}: {error}")
+
+
+class Sandbox:
+    """``program`` loaded in a fresh sandbox, answering calls until closed. Use as a context manager.
+
+    Raises ProgramFailed when the program does not load, SandboxError when no sandbox starts.
+    """
+
+    def __init__(
+        self, program: str, limits: SandboxLimits = SandboxLimits(), isolation: Isolation | None = None
+    ) -> None:
+        if not isinstance(program, str):
+            raise TypeError(f"the program must be text, got {type(program).__name__}")
+        self.limits = limits
+        self.isolation = isolation or detect_isolation()
+        self.deadline = time.monotonic() + limits.timeout_s  # CLOCK_MONOTONIC is system-wide: the fallback shares it
+        self._stderr: BinaryIO = tempfile.TemporaryFile()
+        self._workdir: str | None = None
+        self._cgroup: cgroup.Cgroup | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._init: int | None = None
+        try:
+            self._process = self._start()
+            reply = self._exchange({"program": program}, "loading the program")
+        except BaseException:
+            self.close()
+            raise
+        if not reply.get("loaded"):
+            error = reply.get("error", f"unexpected reply {str(reply)[:80]}")
+            self.close()
+            raise ProgramFailed(f"the program did not load: {error}\n{self.stderr_tail()}")
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """``name(*args, **kwargs)`` in the program; the value it returned, decoded as plain data here.
+
+        Raises ProgramFailed when the call raised, returned something that is not plain data, or
+        ended the program; ProgramTimedOut past the deadline; ProgramCrashed when a signal killed it.
+        """
+        request = {"call": name, "args": plain_data.encode(list(args)), "kwargs": plain_data.encode(kwargs)}
+        reply = self._exchange(request, f"calling {name}")
+        if "raised" in reply:
+            raise ProgramFailed(f"{name} raised {reply['raised']}")
+        try:
+            return plain_data.decode(reply.get("value"))
+        except plain_data.NotPlainData as error:
+            raise ProgramFailed(f"{name} returned a value that is not plain data: {error}") from None
+
+    def function(self, name: str) -> Callable[..., Any]:
+        """A local stand-in for the program's function ``name``."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self.call(name, *args, **kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    def stderr_tail(self) -> str:
+        """The end of the program's stderr (diagnostics only: the program writes it)."""
+        try:
+            end = self._stderr.seek(0, os.SEEK_END)
+            self._stderr.seek(max(0, end - self.limits.stderr_tail_bytes))
+            return self._stderr.read(self.limits.stderr_tail_bytes).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def close(self) -> None:
+        """Kill the sandbox's whole process tree, wait until it is gone, and remove what it used.
+
+        Under bubblewrap, killing the sandbox's init (its PID namespace's process 1) makes the kernel
+        kill everything in the namespace, and bubblewrap, its parent, then reaps it and exits: killing
+        bubblewrap first would orphan the init to a system init that may never reap it. The fallback's
+        supervisor cleans up after its worker once the closed pipes end it, and is killed if it overruns.
+        """
+        process, self._process = self._process, None
+        if process is not None:
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    pipe.close()
+            if self._init is not None:
+                _kill_pidfd(self._init)
+                patience = TEARDOWN_S
+            else:
+                patience = max(0.0, self.deadline - time.monotonic()) + EXIT_GRACE_S
+            try:
+                process.wait(timeout=patience)
+            except subprocess.TimeoutExpired:
+                _kill_group(process.pid)
+            if self._cgroup is not None:
+                self._cgroup.kill(TEARDOWN_S)
+            process.wait()
+        if self._init is not None:
+            os.close(self._init)
+            self._init = None
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    # Starting.
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self.isolation.kind == "bubblewrap":
+            command, cwd = self._bubblewrap_command(), "/"
+        else:
+            command, cwd = self._process_command(), self._make_workdir()
+        if self.isolation.cgroups:
+            self._cgroup = cgroup.Cgroup.create(self.limits.memory_mb * 2**20, self.limits.max_processes)
+        info_read, info_write = os.pipe() if self.isolation.kind == "bubblewrap" else (None, None)
+        if info_write is not None:
+            command = [command[0], "--info-fd", str(info_write), *command[1:]]
+        if self._cgroup is not None:
+            command = _joining(self._cgroup.procs_files, command)
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                cwd=cwd,
+                env={"PATH": os.defpath, "LANG": "C.UTF-8"},
+                start_new_session=True,
+                pass_fds=() if info_write is None else (info_write,),
+            )
+        except OSError as error:
+            raise SandboxError(f"could not start the sandbox: {error}") from error
+        finally:
+            if info_write is not None:
+                os.close(info_write)
+        if info_read is not None:
+            self._process = process  # so that a failure here still tears it down
+            self._init = self._sandbox_init(info_read)
+        return process
+
+    def _sandbox_init(self, info: int) -> int:
+        """A pidfd of the sandbox's init, from the JSON bubblewrap writes on ``info`` once it is set up."""
+        try:
+            data = b""
+            while chunk := self._read_by_deadline(info, "starting the sandbox"):
+                data += chunk
+        finally:
+            os.close(info)
+        try:
+            return os.pidfd_open(json.loads(data)["child-pid"])
+        except (ValueError, KeyError, TypeError, OSError) as error:
+            raise SandboxError(f"bubblewrap did not start the sandbox ({error}): {self.stderr_tail()}") from None
+
+    def _worker_limits(self, cap_processes: bool) -> str:
+        return json.dumps({**dataclasses.asdict(self.limits), "cap_processes": cap_processes})
+
+    def _bubblewrap_command(self) -> list[str]:
+        root = os.geteuid() == 0
+        # The base interpreter: a virtual environment's may be a copy that needs the environment's pyvenv.cfg.
+        interpreter = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+        command = [
+            shutil.which("bwrap") or "bwrap",
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        ]  # fmt: skip
+        if root:  # no user namespace (it would map the program to root outside); the worker drops to nobody itself
+            command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            command += ["--unshare-user", "--disable-userns"]
+        command += _read_only_system()
+        for directory in _interpreter_directories(interpreter):
+            command += [*_open_ancestors(directory), "--ro-bind", directory, directory]
+        command += ["--perms", "0755", "--dir", "/sandbox"]
+        for name in WORKER_FILES:
+            command += ["--ro-bind", str(WORKER_DIR / name), f"/sandbox/{name}"]
+        tmp_bytes = str(self.limits.max_file_bytes)
+        command += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", tmp_bytes, "--tmpfs", "/tmp"]
+        # Everything but the capped /tmp read-only: as a user, bubblewrap's own tmpfs root and /dev are the program's to fill.
+        command += ["--remount-ro", "/dev", "--remount-ro", "/"]
+        command += ["--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
+        worker = ["-S", "-E", "-s", "-B", "/sandbox/sandbox_worker.py"]
+        # Without a cgroup, RLIMIT_NPROC caps the tree: as root only roughly (it counts every `nobody`
+        # process), as a user exactly (it counts per user namespace).
+        cap_processes = not self.isolation.cgroups
+        return [
+            *command,
+            interpreter,
+            *worker,
+            self._worker_limits(cap_processes),
+            str(UNPRIVILEGED_ID if root else -1),
+        ]
+
+    def _make_workdir(self) -> str:
+        self._workdir = tempfile.mkdtemp(prefix="sandbox-")
+        if os.geteuid() == 0:
+            os.chown(self._workdir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+        return self._workdir
+
+    def _process_command(self) -> list[str]:
+        script = str(WORKER_DIR / "process_sandbox.py")
+        return [sys.executable, "-S", "-E", "-s", "-B", script, repr(self.deadline), self._worker_limits(True)]
+
+    # Talking.
+
+    def _exchange(self, request: dict[str, Any], doing: str) -> dict[str, Any]:
+        """Send ``request``, wait for the reply until the deadline, and return it."""
+        if self._process is None:
+            raise ProgramFailed(f"the sandbox is closed ({doing})")
+        try:
+            self._send(plain_data.frame(request), doing)
+            header = self._receive(plain_data.HEADER.size, doing)
+            (size,) = plain_data.HEADER.unpack(header)
+            if size > self.limits.max_reply_bytes:
+                raise ProgramFailed(f"reply of {size} bytes while {doing}, over max_reply_bytes")
+            reply = json.loads(self._receive(size, doing))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ProgramFailed(f"unreadable reply while {doing}: {error}") from None
+        if not isinstance(reply, dict):
+            raise ProgramFailed(f"unreadable reply while {doing}")
+        return reply
+
+    def _send(self, data: bytes, doing: str) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        fd = self._process.stdin.fileno()
+        os.set_blocking(fd, False)
+        view = memoryview(data)
+        while view:
+            self._wait(fd, select.POLLOUT, doing)
+            try:
+                written = os.write(fd, view)
+            except BrokenPipeError:
+                raise self._ended(doing) from None
+            view = view[written:]
+
+    def _receive(self, size: int, doing: str) -> bytes:
+        assert self._process is not None and self._process.stdout is not None
+        fd = self._process.stdout.fileno()
+        chunks, missing = [], size
+        while missing:
+            chunk = self._read_by_deadline(fd, doing, missing)
+            if not chunk:
+                raise self._ended(doing)
+            chunks.append(chunk)
+            missing -= len(chunk)
+        return b"".join(chunks)
+
+    def _read_by_deadline(self, fd: int, doing: str, most: int = 2**20) -> bytes:
+        """Up to ``most`` bytes from ``fd`` once it has some (b"" at its end); ProgramTimedOut at the deadline."""
+        self._wait(fd, select.POLLIN, doing)
+        return os.read(fd, min(most, 2**20))
+
+    def _wait(self, fd: int, event: int, doing: str) -> None:
+        poller = select.poll()
+        poller.register(fd, event)
+        while True:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise ProgramTimedOut(f"over {self.limits.timeout_s:g} s while {doing}\n{self.stderr_tail()}")
+            if poller.poll(remaining * 1000):
+                return
+
+    def _ended(self, doing: str) -> Exception:
+        """What it means that the program's side closed while ``doing``: why it ended, as an exception."""
+        assert self._process is not None
+        try:
+            code = self._process.wait(timeout=max(0.0, self.deadline - time.monotonic()) + EXIT_GRACE_S)
+        except subprocess.TimeoutExpired:  # it closed its channel but went on running
+            return ProgramTimedOut(f"over {self.limits.timeout_s:g} s while {doing}\n{self.stderr_tail()}")
+        signal_number = -code if code < 0 else code - 128 if code > 128 else 0  # bwrap exits 128 + N
+        tail = self.stderr_tail()
+        if signal_number in (signal.SIGXCPU, signal.SIGALRM):
+            return ProgramTimedOut(f"out of CPU time while {doing}\n{tail}")
+        if signal_number:
+            memory = " (the memory cap was hit)" if self._cgroup is not None and self._cgroup.out_of_memory() else ""
+            return ProgramCrashed(f"killed by {signal.Signals(signal_number).name}{memory} while {doing}\n{tail}")
+        return ProgramFailed(f"the program exited with status {code} while {doing}\n{tail}")
+
+
+def _kill_pidfd(pidfd: int) -> None:
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _kill_group(pgid: int) -> None:
@@ -234,294 +537,43 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def _status(finished: bool, returncode: int, reported: bool) -> str:
-    if not finished or returncode in (-signal.SIGALRM, -signal.SIGXCPU):
-        return "timeout"
-    if returncode == SETUP_FAILED_EXIT:
-        return "error"
-    if returncode < 0:
-        return "crashed"
-    return "passed" if reported and returncode == 0 else "failed"
+def _joining(procs_files: tuple[str, ...], command: list[str]) -> list[str]:
+    """``command`` run by a shell that first moves itself into the cgroups, so that nothing it starts escapes them."""
+    moves = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(procs_files) + 1))
+    return ["/bin/sh", "-c", f'{moves} && shift {len(procs_files)} && exec "$@"', "sh", *procs_files, *command]
 
 
-def _tail(stream: BinaryIO, size: int) -> str:
-    end = stream.seek(0, os.SEEK_END)
-    stream.seek(max(0, end - size))
-    return stream.read(size).decode("utf-8", "replace")
+def _read_only_system() -> list[str]:
+    """/usr read-only, and the top-level library and binary directories as they are here (links or binds)."""
+    arguments = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
+        if os.path.islink(top):
+            arguments += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            arguments += ["--ro-bind", top, top]
+    return arguments
 
 
-# Child side: everything below runs in the sandbox. A supervisor process reads the program, forks a
-# worker that runs it, and cleans up after the worker; the parent process only watches the supervisor.
-
-
-def _supervise(verdict_fd: int, deadline: float, limits: SandboxLimits) -> NoReturn:
-    """Run the program in a worker process, kill whatever it leaves behind, and end as the worker ended.
-
-    The supervisor never runs untrusted code; under a root parent it stays root, out of the
-    worker's reach. It is a child subreaper: descendants the worker orphans are reparented here,
-    not to init, which in a container may never reap them, leaving zombies that count against
-    the process limit.
-    """
-    nonce, _, source = sys.stdin.buffer.read().partition(b"\n")
-    # Otherwise the program could seek back to the start of stdin and read the nonce.
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    libc = ctypes.CDLL(None, use_errno=True)
-    _prctl(libc, PR_SET_CHILD_SUBREAPER, 1)
-    worker = os.fork()
-    if worker == 0:
-        _work(libc, nonce, source, verdict_fd, limits)
-    finished = _wait_unreaped(worker, deadline)
-    # The worker is not reaped yet, so its pid, which is also its group's id, cannot have been reused.
-    _kill_group(worker)
-    _kill(worker)
-    _, status = os.waitpid(worker, 0)
-    _reap_orphans()
-    _end_as(os.waitstatus_to_exitcode(status) if finished else -signal.SIGALRM)
-
-
-def _work(libc: ctypes.CDLL, nonce: bytes, source: bytes, verdict_fd: int, limits: SandboxLimits) -> NoReturn:
-    """Isolate this process, run the program, and report the nonce if it ran to the end.
-
-    An exception from the program propagates to the interpreter, which prints its traceback and
-    exits with status 1.
-    """
-    os.setpgid(0, 0)
-    try:
-        _isolate(libc, limits)
-    except OSError as error:
-        print(f"sandbox: could not isolate the program: {error}", file=sys.stderr)
-        os._exit(SETUP_FAILED_EXIT)
-    report, exit_now = os.write, os._exit  # bound before the program runs, so it cannot swap them out
-    text = source.decode("utf-8", "replace")
-    linecache.cache[PROGRAM_NAME] = (len(text), None, text.splitlines(keepends=True), PROGRAM_NAME)
-    sys.excepthook = _print_program_traceback
-    # Not "__main__": a completion's `if __name__ == "__main__":` block (say, unittest.main()) must not run.
-    # Registered, because dataclasses, enum and pickle look the defining module up in sys.modules.
-    program = sys.modules[PROGRAM_MODULE] = types.ModuleType(PROGRAM_MODULE)
-    exec(compile(source, PROGRAM_NAME, "exec"), program.__dict__)
-    report(verdict_fd, nonce)
-    exit_now(0)
-
-
-def _print_program_traceback(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
-    """Print a traceback that starts at the program's own code, with its source lines (from linecache,
-    which the interpreter's built-in hook does not read)."""
-    while trace is not None and trace.tb_frame.f_code.co_filename != PROGRAM_NAME:
-        trace = trace.tb_next
-    traceback.print_exception(kind, error, trace)
-
-
-def _reap_orphans() -> None:
-    """Kill and reap every process left below this one, including any that left the worker's group.
-
-    Each round kills this process's children; their own children are then reparented here, so the
-    rounds end when nothing is left (the process limit bounds how many there can be).
-    """
-    while children := _children():
-        for pid in children:
-            _kill(pid)
-        for pid in children:
-            os.waitpid(pid, 0)
-
-
-def _children() -> list[int]:
-    """Pids whose parent is this process, from /proc (``/proc/PID/stat``: ``pid (comm) state ppid ...``)."""
-    me = os.getpid()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rpartition(b")")[2].split()
-        except OSError:
-            continue  # exited while we looked
-        if int(fields[1]) == me:
-            found.append(int(entry))
-    return found
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def _end_as(code: int) -> NoReturn:
-    """Exit with ``code``, or die of signal ``-code``, so the parent sees what happened to the worker."""
-    if code < 0:
-        signal.signal(-code, signal.SIG_DFL)
-        os.kill(os.getpid(), -code)  # does not return: the signal killed the worker, so by default it kills
-    os._exit(code)
-
-
-def _isolate(libc: ctypes.CDLL, limits: SandboxLimits) -> None:
-    _apply_rlimits(limits)
-    if os.geteuid() == 0:
-        libc.unshare(CLONE_NEWNET)  # fails without CAP_SYS_ADMIN; the Python guard is then the only network barrier
-        _reroute_imports()
-        _drop_privileges(libc)
-    else:
-        _leave_network_unprivileged(libc)
-    _prctl(libc, PR_SET_NO_NEW_PRIVS, 1)
-    _install_guard(os.path.realpath(os.getcwd()))
-
-
-def _apply_rlimits(limits: SandboxLimits) -> None:
-    cpu_s = math.ceil(limits.timeout_s) + 1
-    memory_bytes = limits.memory_mb * 2**20
-    for kind, soft, hard in (
-        (resource.RLIMIT_AS, memory_bytes, memory_bytes),
-        # The soft limit sends SIGXCPU, which a program may catch; the hard one a second later kills.
-        (resource.RLIMIT_CPU, cpu_s, cpu_s + 1),
-        (resource.RLIMIT_NPROC, limits.max_processes, limits.max_processes),
-        (resource.RLIMIT_FSIZE, limits.max_file_bytes, limits.max_file_bytes),
-        (resource.RLIMIT_NOFILE, limits.max_open_files, limits.max_open_files),
-        (resource.RLIMIT_CORE, 0, 0),
-    ):
-        ceiling = resource.getrlimit(kind)[1]  # an inherited hard limit may not be raisable
-        resource.setrlimit(kind, (_at_most(soft, ceiling), _at_most(hard, ceiling)))
-
-
-def _at_most(value: int, ceiling: int) -> int:
-    return value if ceiling == resource.RLIM_INFINITY else min(value, ceiling)
-
-
-def _leave_network_unprivileged(libc: ctypes.CDLL) -> None:
-    """Enter new user and network namespaces, mapping the user to itself so files stay writable.
-
-    The capabilities the child holds inside its own user namespace are ones any unprivileged process
-    on this machine can give itself, so the program gains nothing from them.
-    """
-    uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-        return  # user namespaces disabled here: the Python guard is the only network barrier
-    for name, content in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-        with open(f"/proc/self/{name}", "w") as mapping:
-            mapping.write(content)
-
-
-def _reroute_imports() -> None:
-    """Point sys.path, and the search paths of loaded packages, at directories opened while still root.
-
-    A path through ``/proc/self/fd/N`` starts at the open directory, so the standard library and
-    site-packages stay importable after the switch to ``nobody`` even when a parent directory is
-    closed to it; nothing above those directories becomes reachable.
-    """
-    for index, entry in enumerate(sys.path):
-        if not os.path.isdir(entry):
-            continue
-        rerouted = f"/proc/self/fd/{os.open(entry, os.O_RDONLY | os.O_DIRECTORY)}"
-        sys.path[index] = rerouted
-        for module in list(sys.modules.values()):
-            search = getattr(module, "__path__", None)
-            if isinstance(search, list):
-                search[:] = [
-                    rerouted + path[len(entry) :] if path == entry or path.startswith(entry + os.sep) else path
-                    for path in search
-                ]
-    sys.path_importer_cache.clear()
-
-
-def _drop_privileges(libc: ctypes.CDLL) -> None:
-    os.setgroups([])
-    os.setresgid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-    os.setresuid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-    # Changing uid left the process non-dumpable, which makes /proc/self/fd root's and the rerouted imports unreachable.
-    _prctl(libc, PR_SET_DUMPABLE, 1)
-
-
-def _prctl(libc: ctypes.CDLL, option: int, value: int) -> None:
-    if libc.prctl(option, value, 0, 0, 0) != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"prctl({option}): {os.strerror(errno)}")
-
-
-def _install_guard(root: str) -> None:
-    """Refuse, from Python, what the program has no business doing; ``root`` is the sandbox directory."""
-    for module in (os, posix):
-        for name in PROCESS_CALLS:
-            if hasattr(module, name):
-                setattr(module, name, _refusal(f"os.{name}"))
-        for name in PATH_CALLS:
-            if hasattr(module, name):
-                setattr(module, name, _confined(getattr(module, name), root))
-        module.open = _confined_os_open(module.open, root)
-    subprocess.Popen = _refusal("subprocess.Popen")
-    _posixsubprocess.fork_exec = _refusal("subprocess")
-    socket.socket = _socket.socket = _refused_socket_type()
-    socket.socketpair = _socket.socketpair = _refusal("socket.socketpair")
-    builtins.open = io.open = _io.open = _confined_open(io.open, root)
-    for name in ("ctypes", "_ctypes"):
-        sys.modules[name] = None  # type: ignore[assignment]  # None in sys.modules makes `import` raise ImportError
-
-
-def _refusal(what: str) -> Callable[..., Any]:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise PermissionError(f"sandbox: {what} is not allowed")
-
-    return refuse
-
-
-def _refused_socket_type() -> type:
-    """A socket type that cannot be created; a subclass, so modules that subclass socket (ssl, asyncio) still import."""
-
-    class RefusedSocket(socket.socket):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            raise PermissionError("sandbox: sockets are not allowed")
-
-    return RefusedSocket
-
-
-def _within(root: str, path: Any, dir_fd: int | None = None) -> bool:
-    """Whether ``path`` (relative to ``dir_fd`` when given) resolves to ``root`` or below it."""
-    location = os.fsdecode(path)
-    if dir_fd is not None and not os.path.isabs(location):
-        location = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), location)
-    resolved = os.path.realpath(location)
-    return resolved == root or resolved.startswith(root + os.sep)
-
-
-def _confined(call: Callable[..., Any], root: str) -> Callable[..., Any]:
-    """``call`` refusing any path argument outside ``root``. File descriptors pass: they are already open."""
-
-    @functools.wraps(call)
-    def confined(*args: Any, **kwargs: Any) -> Any:
-        dir_fd = kwargs.get("dir_fd")
-        paths = [value for value in (*args, *kwargs.values()) if isinstance(value, (str, bytes, os.PathLike))]
-        if (
-            kwargs.get("src_dir_fd") is not None
-            or kwargs.get("dst_dir_fd") is not None
-            or not all(_within(root, path, dir_fd) for path in paths)
-        ):
-            raise PermissionError(f"sandbox: {call.__name__} outside the sandbox directory is not allowed")
-        return call(*args, **kwargs)
-
-    return confined
-
-
-def _confined_os_open(call: Callable[..., int], root: str) -> Callable[..., int]:
-    @functools.wraps(call)
-    def confined(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-        if flags & WRITE_FLAGS and not _within(root, path, dir_fd):
-            raise PermissionError("sandbox: opening for writing outside the sandbox directory is not allowed")
-        return call(path, flags, mode, dir_fd=dir_fd)
-
-    return confined
-
-
-def _confined_open(call: Callable[..., Any], root: str) -> Callable[..., Any]:
-    @functools.wraps(call)
-    def confined(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        if not isinstance(file, int) and set(str(mode)) & set("wax+") and not _within(root, file):
-            raise PermissionError("sandbox: opening for writing outside the sandbox directory is not allowed")
-        return call(file, mode, *args, **kwargs)
-
-    return confined
-
-
-if __name__ == "__main__":
-    _supervise(
-        verdict_fd=int(sys.argv[1]), deadline=float(sys.argv[2]), limits=SandboxLimits(**json.loads(sys.argv[3]))
+def _interpreter_directories(interpreter: str) -> list[str]:
+    """The directories outside /usr that the interpreter needs: its prefix (standard library, shared
+    library) and its own directory."""
+    needed = {os.path.realpath(sys.base_prefix), os.path.dirname(interpreter)}
+    return sorted(
+        directory
+        for directory in needed
+        if not _below(directory, "/usr") and not any(_below(directory, other) for other in needed - {directory})
     )
+
+
+def _below(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _open_ancestors(directory: str) -> list[str]:
+    """Arguments creating ``directory``'s ancestors as 0755 directories: bubblewrap would otherwise copy
+    their modes (say, root's 0700 home) and the unprivileged program could not reach the interpreter."""
+    arguments: list[str] = []
+    ancestors = Path(directory).parents
+    for ancestor in reversed(ancestors[:-1]):  # from the top, without "/"
+        arguments += ["--perms", "0755", "--dir", str(ancestor)]
+    return arguments

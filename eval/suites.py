@@ -32,6 +32,8 @@ class Suite:
     load(limit) -> problems. judge(problems, responses) -> (extracted answer or None, correct) per response.
     extractor, grader: names written into the protocol. protocol_defaults: Protocol fields.
     votes: whether maj@k applies (the responses commit to comparable answers).
+    sandbox: for code benchmarks, how the machine isolates the code it runs (read when scoring,
+    written into the protocol).
     """
 
     load: Callable[[int | None], list[Problem]]
@@ -40,6 +42,7 @@ class Suite:
     grader: str
     protocol_defaults: dict[str, Any] = field(default_factory=dict)
     votes: bool = True
+    sandbox: Callable[[], dict[str, Any]] | None = None
 
     def score(self, problems: Sequence[Problem], greedy: Sequence[str], sampled: Sequence[Sequence[str]]) -> Records:
         """Per-problem records of the greedy response and the sampled ones, each with its answer and verdict."""
@@ -113,11 +116,17 @@ def _humaneval_suite() -> Suite:
 
         return [(None, passed) for passed in grade_many(list(zip(problems, texts, strict=True)))]
 
+    def sandbox() -> dict[str, Any]:
+        from eval.sandbox import detect_isolation
+
+        isolation = detect_isolation()
+        return {"isolation": isolation.kind, "description": isolation.description}
+
     return Suite(
         load=lambda limit: load_benchmark("humaneval", limit=limit),
         judge=judge,
         extractor="none: the response continues the prompt's code",
-        grader="eval.humaneval.grade_many (unit tests in eval.sandbox)",
+        grader="eval.humaneval.grade_many (tests run in the grader, the completion in eval.sandbox)",
         protocol_defaults={
             "samples": 0,
             "temperature": 1.0,
@@ -126,6 +135,7 @@ def _humaneval_suite() -> Suite:
             "prompt_template": RAW_TEMPLATE,
         },
         votes=False,
+        sandbox=sandbox,
     )
 
 

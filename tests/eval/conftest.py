@@ -16,3 +16,16 @@ def benchmarks_dir() -> Path:
     if not path.is_dir():
         pytest.fail(f"{BENCHMARKS_DIR_ENV}={configured} is not a directory")
     return path
+
+
+@pytest.fixture(scope="session")
+def strong_isolation():
+    """Bubblewrap isolation; skips where bubblewrap cannot run, unless REQUIRE_SANDBOX=1 (CI installs it)."""
+    from eval.sandbox import detect_isolation
+
+    isolation = detect_isolation()
+    if not isolation.strong:
+        if os.environ.get("REQUIRE_SANDBOX") == "1":
+            pytest.fail(f"REQUIRE_SANDBOX=1 but {isolation.description}")
+        pytest.skip(isolation.description)
+    return isolation
