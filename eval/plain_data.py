@@ -17,6 +17,7 @@ Standard library only: inside the sandbox it is imported as a script's neighbour
 
 from __future__ import annotations
 
+import collections
 import json
 import struct
 from typing import Any
@@ -25,6 +26,8 @@ MAX_DEPTH = 64
 """Deepest nesting either side accepts; a self-containing list is refused rather than recursed into."""
 MAX_NODES = 1_000_000
 """Most values one tree may hold."""
+MAX_SHARED_HASH = 16
+"""Most set members or dict keys ``decode`` accepts with one hash value."""
 
 HEADER = struct.Struct(">I")
 """A message on a sandbox's pipes: its length as 4 big-endian bytes, then that much UTF-8 JSON."""
@@ -87,6 +90,18 @@ def decode(tree: Any) -> Any:
         raise NotPlainData(f"malformed plain data: {type(error).__name__}: {error}") from None
 
 
+def _refuse_colliding_hashes(keys: list[Any]) -> None:
+    """Refuse set members or dict keys of which many share one hash.
+
+    Integer hashes are predictable (``k * (2**61 - 1)`` all hash alike), and building a set of n
+    colliding members takes n² comparisons: minutes for one reply, in the grader, past any deadline.
+    A set or dict that ``encode`` made has distinct members, which collide only by chance.
+    """
+    counts = collections.Counter(hash(key) for key in keys)
+    if counts and max(counts.values()) > MAX_SHARED_HASH:
+        raise NotPlainData(f"more than {MAX_SHARED_HASH} set members or dict keys share one hash")
+
+
 def _decode(tree: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise NotPlainData(f"nested deeper than {MAX_DEPTH}")
@@ -108,12 +123,16 @@ def _decode(tree: Any, depth: int) -> Any:
     if tag == "y" and type(payload) is str:
         return bytes.fromhex(payload)
     if tag in _BUILDERS and type(payload) is list:
-        return _BUILDERS[tag](_decode(item, depth + 1) for item in payload)
+        items = [_decode(item, depth + 1) for item in payload]
+        if tag in ("e", "z"):
+            _refuse_colliding_hashes(items)
+        return _BUILDERS[tag](items)
     if tag == "d" and type(payload) is list:
         pairs = []
         for pair in payload:
             if type(pair) is not list or len(pair) != 2:
                 raise NotPlainData("a dict entry is not a [key, value] pair")
             pairs.append((_decode(pair[0], depth + 1), _decode(pair[1], depth + 1)))
+        _refuse_colliding_hashes([key for key, _ in pairs])
         return dict(pairs)
     raise NotPlainData(f"unknown tag or payload: {str(tree)[:80]}")

@@ -20,7 +20,8 @@ training run's code with it unless the user opts in. What it does:
   opened for writing, created, removed, renamed or changed only inside the sandbox directory.
 
 Known limits: memory is capped per process, not for the tree; the program can read any file its
-user may read; sandboxes running at once share the ``nobody`` user. Linux only.
+user may read, and the keys of any kernel keyring the grader holds; sandboxes running at once share
+the ``nobody`` user. Linux only.
 
 Run as ``python -S -E -s -B process_sandbox.py DEADLINE LIMITS_JSON`` in the sandbox directory,
 with the grader's pipes on stdin and stdout.

@@ -13,12 +13,16 @@ Isolation (:func:`detect_isolation`), strongest available:
 - ``bubblewrap`` (the ``bwrap`` command, from the distribution's ``bubblewrap`` package): new PID,
   network, IPC and UTS namespaces and a private mount namespace holding only /usr, the interpreter
   and its standard library read-only, the two worker files, a fresh /proc and /dev, and a private
-  size-capped /tmp as the working directory. The program's PID namespace dies with it, which kills
-  every descendant, daemons that called setsid or double-forked included. No network interface and
-  no host socket is reachable, Unix sockets included. Under a root grader the program runs as uid
-  and gid 65534 with no capabilities, and a cgroup caps memory and processes for the whole tree;
-  under a non-root grader it runs as that user inside its own user namespace, whose process limit
-  (RLIMIT_NPROC) then counts only the sandbox's processes, and memory is capped per process.
+  size-capped /tmp as the working directory; everything else is read-only. The sandbox's init
+  (:func:`sandbox_worker.main`) reaps orphans and ends with the program; the kernel then kills every
+  process left in the PID namespace, daemons that called setsid or double-forked included. No
+  network interface and no host socket is reachable, Unix sockets included. A seccomp filter
+  (:mod:`eval.seccomp`) refuses the kernel keyrings, shared memory outside RLIMIT_AS, fallocate,
+  ptrace, new namespaces and mounts. Under a root grader the program runs as uid and gid 65534
+  with no capabilities, and a cgroup caps memory and processes for the whole tree; under a
+  non-root grader it runs as that user inside its own user namespace, whose process limit
+  (RLIMIT_NPROC) then counts only the sandbox's processes, and memory is capped per process (the
+  kernel's own memory for files created in /tmp is then bounded only by the deadline).
 - ``process``, the fallback when bubblewrap is missing or cannot run here
   (:mod:`eval.process_sandbox`): resource limits, a network namespace where allowed, ``nobody``
   under root, and a Python-level guard that a determined program can get around. Grading a
@@ -35,6 +39,7 @@ import dataclasses
 import functools
 import json
 import os
+import platform
 import select
 import shutil
 import signal
@@ -47,7 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from eval import cgroup, plain_data
+from eval import cgroup, plain_data, seccomp
 
 STATUSES = ("passed", "failed", "timeout", "crashed", "error")
 """passed: the grader's test ran to its end. failed: it raised (a failed assertion, a wrong value
@@ -63,6 +68,8 @@ WORKER_FILES = ("sandbox_worker.py", "plain_data.py")
 """The program side, bound read-only into the sandbox at /sandbox."""
 TEARDOWN_S = 5.0
 """How long the grader waits for a killed sandbox to be gone."""
+MAX_DETAIL_CHARS = 8000
+"""Longest detail a result keeps: the program writes much of it."""
 EXIT_GRACE_S = 1.0
 """How long past the deadline the grader waits for a sandbox that closed its channel to exit; the
 fallback's supervisor kills its worker at the deadline and then needs a moment."""
@@ -90,7 +97,7 @@ class SandboxLimits:
     max_processes: int = 32
     max_file_bytes: int = 16 * 2**20
     max_open_files: int = 64
-    max_reply_bytes: int = 16 * 2**20
+    max_reply_bytes: int = 2**20
     stderr_tail_bytes: int = 4096
 
     def __post_init__(self) -> None:
@@ -179,11 +186,15 @@ def detect_isolation() -> Isolation:
     candidate = Isolation(
         "bubblewrap",
         f"{version or 'bubblewrap'}: PID, network, IPC, UTS and mount namespaces, read-only interpreter, "
-        f"private /tmp, {user}; {caps}",
+        f"private /tmp, {_seccomp_state()}, {user}; {caps}",
         cgroups,
     )
     probe = _probe(candidate)
     return candidate if probe is None else _fallback(f"bubblewrap cannot start a sandbox here: {probe}")
+
+
+def _seccomp_state() -> str:
+    return "seccomp filter" if seccomp.filter_for_this_machine() else f"no seccomp filter on {platform.machine()}"
 
 
 def _fallback(reason: str) -> Isolation:
@@ -225,6 +236,13 @@ def judge(
 
     Never raises: the status says what happened (STATUSES), the detail why.
     """
+    status, detail = _judged(program, test, limits, isolation)
+    return SandboxResult(status, _printable(detail, MAX_DETAIL_CHARS))
+
+
+def _judged(
+    program: str, test: Callable[[Sandbox], None], limits: SandboxLimits, isolation: Isolation | None
+) -> tuple[str, str]:
     try:
         with Sandbox(program, limits, isolation) as sandbox:
             try:
@@ -232,18 +250,22 @@ def judge(
             except (ProgramFailed, ProgramTimedOut, ProgramCrashed):
                 raise
             except Exception as error:  # a failed assertion, or a wrong value the test could not handle
-                return SandboxResult(
-                    "failed", f"the test raised {type(error).__name__}: {error}\n{sandbox.stderr_tail()}"
-                )
-        return SandboxResult("passed")
+                return "failed", f"the test raised {type(error).__name__}: {error}\n{sandbox.stderr_tail()}"
+        return "passed", ""
     except ProgramFailed as error:
-        return SandboxResult("failed", str(error))
+        return "failed", str(error)
     except ProgramTimedOut as error:
-        return SandboxResult("timeout", str(error))
+        return "timeout", str(error)
     except ProgramCrashed as error:
-        return SandboxResult("crashed", str(error))
+        return "crashed", str(error)
     except Exception as error:  # graders run on arbitrary model output: a failure to run is a result
-        return SandboxResult("error", f"{type(error).__name__}: {error}")
+        return "error", f"{type(error).__name__}: {error}"
+
+
+def _printable(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, every control character but newline and tab (terminal escapes)
+    and every character UTF-8 cannot encode (lone surrogates) replaced by U+FFFD."""
+    return "".join(c if c.isprintable() or c in "\n\t" else "\ufffd" for c in text[:limit])
 
 
 class Sandbox:
@@ -291,7 +313,8 @@ class Sandbox:
         request = {"call": name, "args": plain_data.encode(list(args)), "kwargs": plain_data.encode(kwargs)}
         reply = self._exchange(request, f"calling {name}")
         if "raised" in reply:
-            raise ProgramFailed(f"{name} raised {reply['raised']}")
+            raised = reply["raised"]
+            raise ProgramFailed(f"{name} raised {raised[:1000] if isinstance(raised, str) else '(unreadable)'}")
         try:
             return plain_data.decode(reply.get("value"))
         except plain_data.NotPlainData as error:
@@ -359,27 +382,38 @@ class Sandbox:
             command, cwd = self._process_command(), self._make_workdir()
         if self.isolation.cgroups:
             self._cgroup = cgroup.Cgroup.create(self.limits.memory_mb * 2**20, self.limits.max_processes)
-        info_read, info_write = os.pipe() if self.isolation.kind == "bubblewrap" else (None, None)
-        if info_write is not None:
+        passed: list[int] = []
+        info_read = None
+        if self.isolation.kind == "bubblewrap":
+            info_read, info_write = os.pipe()
+            passed.append(info_write)
             command = [command[0], "--info-fd", str(info_write), *command[1:]]
+            rules = seccomp.filter_for_this_machine()
+            if rules is not None:
+                passed.append(os.memfd_create("sandbox-seccomp"))
+                os.write(passed[-1], rules)
+                os.lseek(passed[-1], 0, os.SEEK_SET)
+                command = [command[0], "--seccomp", str(passed[-1]), *command[1:]]
         if self._cgroup is not None:
             command = _joining(self._cgroup.procs_files, command)
+        # Its own open file description: flags the program sets on its stderr (O_DIRECT, say) stay off the grader's.
+        stderr = os.open(f"/proc/self/fd/{self._stderr.fileno()}", os.O_WRONLY | os.O_APPEND)
         try:
             process = subprocess.Popen(
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=self._stderr,
+                stderr=stderr,
                 cwd=cwd,
                 env={"PATH": os.defpath, "LANG": "C.UTF-8"},
                 start_new_session=True,
-                pass_fds=() if info_write is None else (info_write,),
+                pass_fds=passed,
             )
         except OSError as error:
             raise SandboxError(f"could not start the sandbox: {error}") from error
         finally:
-            if info_write is not None:
-                os.close(info_write)
+            for fd in (stderr, *passed):
+                os.close(fd)
         if info_read is not None:
             self._process = process  # so that a failure here still tears it down
             self._init = self._sandbox_init(info_read)
@@ -408,7 +442,7 @@ class Sandbox:
         command = [
             shutil.which("bwrap") or "bwrap",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
         ]  # fmt: skip
         if root:  # no user namespace (it would map the program to root outside); the worker drops to nobody itself
             command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -460,8 +494,8 @@ class Sandbox:
             if size > self.limits.max_reply_bytes:
                 raise ProgramFailed(f"reply of {size} bytes while {doing}, over max_reply_bytes")
             reply = json.loads(self._receive(size, doing))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise ProgramFailed(f"unreadable reply while {doing}: {error}") from None
+        except (ValueError, UnicodeDecodeError, RecursionError) as error:
+            raise ProgramFailed(f"unreadable reply while {doing}: {type(error).__name__}") from None
         if not isinstance(reply, dict):
             raise ProgramFailed(f"unreadable reply while {doing}")
         return reply
@@ -513,14 +547,22 @@ class Sandbox:
             code = self._process.wait(timeout=max(0.0, self.deadline - time.monotonic()) + EXIT_GRACE_S)
         except subprocess.TimeoutExpired:  # it closed its channel but went on running
             return ProgramTimedOut(f"over {self.limits.timeout_s:g} s while {doing}\n{self.stderr_tail()}")
-        signal_number = -code if code < 0 else code - 128 if code > 128 else 0  # bwrap exits 128 + N
+        # The fallback reports a signal as a negative status, the bubblewrap sandbox's init as 128 + N.
+        signal_number = -code if code < 0 else code - 128 if 128 < code <= 128 + signal.SIGRTMAX else 0
         tail = self.stderr_tail()
         if signal_number in (signal.SIGXCPU, signal.SIGALRM):
             return ProgramTimedOut(f"out of CPU time while {doing}\n{tail}")
         if signal_number:
             memory = " (the memory cap was hit)" if self._cgroup is not None and self._cgroup.out_of_memory() else ""
-            return ProgramCrashed(f"killed by {signal.Signals(signal_number).name}{memory} while {doing}\n{tail}")
+            return ProgramCrashed(f"killed by {_signal_name(signal_number)}{memory} while {doing}\n{tail}")
         return ProgramFailed(f"the program exited with status {code} while {doing}\n{tail}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal
+        return f"signal {number}"
 
 
 def _kill_pidfd(pidfd: int) -> None:

@@ -12,8 +12,9 @@ Nothing here decides pass or fail: the grader compares the values it receives, s
 forges a reply has only chosen a return value. Before the program runs, the channel moves to
 private descriptors and stdin/stdout point at /dev/null, so its prints cannot break the framing.
 
-Run as ``python -S -E -s -B sandbox_worker.py LIMITS_JSON DROP_TO_UID`` (DROP_TO_UID -1: keep the
-current user). :mod:`eval.process_sandbox` imports :func:`serve` for the fallback sandbox.
+Run as the sandbox's init, ``python -S -E -s -B sandbox_worker.py LIMITS_JSON DROP_TO_UID``
+(DROP_TO_UID -1: keep the current user; see :func:`main`). :mod:`eval.process_sandbox` imports
+:func:`serve` for the fallback sandbox.
 """
 
 from __future__ import annotations
@@ -167,12 +168,29 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
 
 
 def main(argv: list[str]) -> NoReturn:
+    """The sandbox's init (PID 1 of its namespace): fork the server, limit it and drop its privileges,
+    then reap every process orphaned to init until the server ends, and end the same way.
+
+    Init ending makes the kernel kill whatever else is left in the namespace. Ending as the server
+    did (its status, or 128 + the signal that killed it) lets bubblewrap, which waits for init,
+    pass that on to the grader; an exit status above 128 becomes 128, so that it cannot pass for
+    a signal. The server, not init, runs the program: init ignores signals from
+    inside its namespace that it does not handle, which would hide a crash.
+    """
     limits, drop_to = json.loads(argv[1]), int(argv[2])
     requests, replies = private_channel()
-    apply_limits(limits, cap_processes=bool(limits.get("cap_processes")))
-    if drop_to >= 0:
-        drop_privileges(drop_to)
-    serve(requests, replies)
+    server = os.fork()
+    if server == 0:
+        apply_limits(limits, cap_processes=bool(limits.get("cap_processes")))
+        if drop_to >= 0:
+            drop_privileges(drop_to)
+        serve(requests, replies)
+    os.close(requests)
+    os.close(replies)
+    while True:
+        pid, status = os.wait()
+        if pid == server:
+            os._exit(min(os.WEXITSTATUS(status), 128) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 if __name__ == "__main__":

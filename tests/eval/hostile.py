@@ -15,9 +15,11 @@ same checks under pytest.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import dataclasses
 import hashlib
 import os
+import platform
 import secrets
 import socket
 import tempfile
@@ -28,8 +30,11 @@ from pathlib import Path
 
 from eval.humaneval import load_humaneval, run_humaneval
 from eval.sandbox import Isolation, SandboxLimits, SandboxResult, detect_isolation
+from eval.seccomp import SYSCALL_NUMBERS
 
 LIMITS = SandboxLimits(timeout_s=3.0, memory_mb=512, max_processes=16)
+GRACE_S = 2.0
+"""How far past its deadline a grading may end (start-up and teardown on a busy two-core machine)."""
 RETURN_WRONG = "    return False\n"
 """A wrong answer to half of HumanEval/0's tests, ending the function so that module-level code can follow."""
 
@@ -49,6 +54,45 @@ import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 """
 """ctypes imported again past a guard that blocked it in sys.modules."""
+
+LIBC = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+"""
+"""libc through ctypes, for system calls Python does not wrap."""
+
+RAW_REPLY = """
+import os, stat, fcntl, struct
+def send_raw(body):
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                data = struct.pack('>I', len(body)) + body
+                while data:
+                    data = data[os.write(fd, data):]
+                return
+        except OSError:
+            pass
+"""
+"""``send_raw(body)``: a hand-made frame on the reply pipe, whatever the worker would have sent."""
+
+KEY_SEARCH = """
+found = []
+for ring in (-3, -4, -5, -1, -2):  # session, user, user-session, thread, process keyrings
+    key = libc.syscall({keyctl}, 10, ring, b'user', {key_name!r}, 0)  # KEYCTL_SEARCH
+    if key > 0:
+        buffer = ctypes.create_string_buffer(4096)
+        size = libc.syscall({keyctl}, 11, key, buffer, 4096)  # KEYCTL_READ
+        found.append(buffer.raw[:max(size, 0)].decode(errors='replace'))
+"""
+"""``found``: the contents of every key named {key_name} the program can reach."""
+
+
+def _indented(block: str) -> str:
+    return block.replace("\n", "\n    ")
+
 
 ATTACKS: dict[str, tuple[str, str]] = {
     # Forged verdicts and exits.
@@ -133,6 +177,44 @@ ATTACKS: dict[str, tuple[str, str]] = {
     "kill-own-server-then-true": (
         "forgery",
         "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return True\n",
+    ),
+    "exit-status-of-a-signal": ("forgery", "    import os\n    os._exit(152)\n"),
+    "ansi-escapes-in-detail": (
+        "forgery",
+        "    raise ValueError('\\r\\x1b[2K\\x1b[32mPASSED\\x1b[0m\\x1b]0;pwned\\x07 \\ud800')\n",
+    ),
+    "hide-stderr-with-o-direct": (
+        "forgery",
+        "    import sys, fcntl, os\n"
+        "    print('evidence', file=sys.stderr, flush=True)\n"
+        "    fcntl.fcntl(2, fcntl.F_SETFL, fcntl.fcntl(2, fcntl.F_GETFL) | os.O_DIRECT)\n"
+        "    return False\n",
+    ),
+    # Replies built to hurt the grader that decodes them.
+    "colliding-hashes-set": (
+        "grader",
+        RETURN_WRONG + "import sys\n"
+        "tree = ['e', [['i', str(k * (2**61 - 1))] for k in range(25000)]]\n"
+        "sys.modules['plain_data'].encode = lambda value: tree\n",
+    ),
+    "colliding-hashes-dict-raw-frame": (
+        "grader",
+        _indented(RAW_REPLY) + "import json, time\n"
+        "    keys = [[['i', str(k * (2**61 - 1))], ['n', None]] for k in range(20000)]\n"
+        "    send_raw(json.dumps({{'value': ['d', keys]}}).encode())\n"
+        "    time.sleep(60)\n",
+    ),
+    "deeply-nested-reply": (
+        "grader",
+        RETURN_WRONG + RAW_REPLY + "send_raw(b'[' * 200000)\nimport time\ntime.sleep(60)\n",
+    ),
+    "huge-raised-reply": (
+        "grader",
+        _indented(RAW_REPLY) + "send_raw(b'{{\"raised\": [\"' + b'x' * (15 * 2**20) + b'\"]}}')\n    return True\n",
+    ),
+    "many-empty-lists-reply": (
+        "grader",
+        _indented(RAW_REPLY) + "send_raw(b'{{\"value\": [' + b'[],' * 900000 + b'[]]}}')\n    return True\n",
     ),
     # Fork bombs and daemons.
     "fork-bomb-at-load": (
@@ -237,6 +319,36 @@ ATTACKS: dict[str, tuple[str, str]] = {
         "            pass\n"
         "    return True\n",
     ),
+    "stderr-fallocate": ("memory", _indented(LIBC) + "libc.fallocate(2, 1, 0, 3 * 2**30)\n    return True\n"),
+    "sysv-shared-memory": (
+        "memory",
+        _indented(LIBC) + "libc.shmat.restype = ctypes.c_void_p\n"
+        "    for _ in range(8):\n"
+        "        segment = libc.shmget(0, 256 * 2**20, 0o1000 | 0o600)\n"
+        "        address = libc.shmat(segment, None, 0)\n"
+        "        ctypes.memset(address, 1, 256 * 2**20)\n"
+        "        libc.shmdt(ctypes.c_void_p(address))\n"
+        "    return True\n",
+    ),
+    "memfd-hoard": (
+        "memory",
+        "    import os\n"
+        "    for _ in range(50):\n"
+        "        fd = os.memfd_create('hoard')\n"
+        "        for _ in range(15):\n"
+        "            os.write(fd, b'x' * 2**20)\n"
+        "    return True\n",
+    ),
+    "tmpfs-inode-flood": (
+        "memory",
+        "    import os, time\n"
+        "    os.mkdir('/tmp/d')\n"
+        "    count, end = 0, time.monotonic() + 2.5\n"
+        "    while time.monotonic() < end:\n"
+        "        os.close(os.open(f'/tmp/d/{{count}}' + 'n' * 200, os.O_CREAT | os.O_WRONLY, 0o600))\n"
+        "        count += 1\n"
+        "    return True\n",
+    ),
     "anonymous-mmap": (
         "memory",
         "    import mmap\n    m = mmap.mmap(-1, 8 * 2**30)\n    m[::4096] = b'x' * (8 * 2**30 // 4096)\n",
@@ -298,6 +410,26 @@ ATTACKS: dict[str, tuple[str, str]] = {
         "                print(open(f'/proc/{{pid}}/fd/{{fd}}', 'rb').read(4000), file=sys.stderr)\n"
         "            except OSError:\n"
         "                pass\n"
+        "    return True\n",
+    ),
+    "session-keyring-read": ("files", _indented(LIBC) + _indented(KEY_SEARCH) + "raise ValueError(repr(found))\n"),
+    "keyring-plant": (
+        "files",
+        _indented(LIBC) + "for ring in (-4, -5):\n"
+        "        key = libc.syscall({add_key}, b'user', b'planted', b'planted-by-an-earlier-sandbox', 29, ring)\n"
+        "        libc.syscall({keyctl}, 5, key, 0x3F3F3F3F)  # KEYCTL_SETPERM: anyone may read\n"
+        "    return True\n",
+    ),
+    "keyring-harvest": (
+        "files",
+        _indented(LIBC)
+        + _indented(KEY_SEARCH.replace("{key_name!r}", "b'planted'"))
+        + "raise ValueError(repr(found))\n",
+    ),
+    "ptrace-init": (
+        "signals",
+        _indented(LIBC) + "libc.ptrace(0x4206, 1, 0, 0)  # PTRACE_SEIZE the sandbox's init\n"
+        "    libc.ptrace(0x4207, 1, 0, 0)  # PTRACE_INTERRUPT\n"
         "    return True\n",
     ),
     # Network.
@@ -365,7 +497,7 @@ ATTACKS: dict[str, tuple[str, str]] = {
     ),
 }
 """name -> (category, completion template with {secret}, {canary}, {canary_dir}, {project}, {tcp_port},
-{udp_port}, {unix_path}, {abstract}, {grader_pid} to fill in)."""
+{udp_port}, {unix_path}, {abstract}, {grader_pid}, {key_name}, {keyctl}, {add_key} to fill in)."""
 
 
 @dataclasses.dataclass
@@ -383,6 +515,7 @@ class Bait:
     abstract: socket.socket
     unix_path: str
     abstract_name: str
+    key_name: bytes
 
     def fields(self) -> dict[str, object]:
         return {
@@ -395,6 +528,9 @@ class Bait:
             "unix_path": self.unix_path,
             "abstract": self.abstract_name,
             "grader_pid": os.getpid(),
+            "key_name": self.key_name,
+            "keyctl": SYSCALL_NUMBERS[platform.machine()]["keyctl"],
+            "add_key": SYSCALL_NUMBERS[platform.machine()]["add_key"],
         }
 
     def arrivals(self) -> list[str]:
@@ -449,11 +585,26 @@ def bait(home: Path) -> Iterator[Bait]:
     for listener in (tcp, udp, unix, abstract):
         listener.setblocking(False)
         listeners.append(listener)
+    key_name = f"hostile-{token[:8]}".encode()
+    _keep_in_session_keyring(key_name, token.encode())
     try:
-        yield Bait(folder, secret, token, canary, canary_dir, tcp, udp, unix, abstract, unix_path, abstract_name)
+        yield Bait(
+            folder, secret, token, canary, canary_dir, tcp, udp, unix, abstract, unix_path, abstract_name, key_name
+        )
     finally:
         for listener in listeners:
             listener.close()
+
+
+def _keep_in_session_keyring(name: bytes, secret: bytes) -> None:
+    """Give this process a session keyring of its own (as a login would) holding the secret as a user key."""
+    numbers = SYSCALL_NUMBERS[platform.machine()]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(numbers["keyctl"], 1, None) < 0:  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
+        raise OSError(ctypes.get_errno(), "could not join a session keyring")
+    if libc.syscall(numbers["add_key"], b"user", name, secret, len(secret), -3) < 0:  # into @s
+        raise OSError(ctypes.get_errno(), "could not add the bait key")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -534,6 +685,9 @@ def main() -> None:
         )
     print()
     print(f"passed: {sum(o.result.passed for o in outcomes)} of {len(outcomes)}")
+    print(
+        f"graded later than {LIMITS.timeout_s + GRACE_S:g} s: {[o.name for o in outcomes if o.seconds > LIMITS.timeout_s + GRACE_S] or 'none'}"
+    )
     print(f"secret in a result: {sum(o.leaked_secret for o in outcomes)}")
     print(f"canary file and folder unchanged: {intact}")
     print(f"sandbox source files unchanged: {project_fingerprint() == fingerprint}")

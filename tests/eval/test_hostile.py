@@ -3,7 +3,16 @@
 import os
 import time
 
-from tests.eval.hostile import ATTACKS, bait, describe, living_processes, project_fingerprint, run_attacks
+from tests.eval.hostile import (
+    ATTACKS,
+    GRACE_S,
+    LIMITS,
+    bait,
+    describe,
+    living_processes,
+    project_fingerprint,
+    run_attacks,
+)
 
 FORGERIES = [name for name, (category, _) in ATTACKS.items() if category == "forgery"]
 
@@ -18,6 +27,7 @@ def test_every_hostile_completion_fails_and_leaves_nothing_behind(strong_isolati
         assert target.canary_intact()
     assert [(o.name, o.result.status) for o in outcomes if o.result.passed] == []
     assert [o.name for o in outcomes if o.leaked_secret] == []
+    assert [o.name for o in outcomes if o.seconds > LIMITS.timeout_s + GRACE_S] == []
     assert project_fingerprint() == fingerprint
     assert describe(living_processes() - before - {os.getpid()}) == []
 

@@ -2,7 +2,9 @@
 leaves nothing behind. The hostile set in tests/eval/test_hostile.py attacks it from every side;
 these tests pin each mechanism down on its own, under bubblewrap and, where it applies, the fallback."""
 
+import errno
 import os
+import platform
 import shutil
 import signal
 import time
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from eval import sandbox as sandbox_module
+from eval import seccomp
 from eval.sandbox import (
     UNPRIVILEGED_ID,
     Isolation,
@@ -192,6 +195,38 @@ def test_sandbox_runs_unprivileged_with_a_private_tmp_and_nothing_else_writable(
             "import os\ndef ids():\n    return os.getresuid(), os.getgroups()\n", FAST, strong_isolation
         ) as sb:
             assert sb.call("ids") == ((UNPRIVILEGED_ID,) * 3, [])
+
+
+def test_calls_past_the_namespaces_are_refused_by_the_seccomp_filter(strong_isolation):
+    numbers = seccomp.SYSCALL_NUMBERS.get(platform.machine())
+    if numbers is None:
+        pytest.skip(f"no seccomp table for {platform.machine()}")
+    program = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.syscall.restype = ctypes.c_long\n"
+        "def errno_of(number):\n"
+        "    result = libc.syscall(number, 0, 0, 0, 0, 0)\n"
+        "    return ctypes.get_errno() if result == -1 else None\n"
+    )
+    with Sandbox(program, FAST, strong_isolation) as sandbox:
+        for name in ("keyctl", "add_key", "shmget", "memfd_create", "fallocate", "ptrace", "unshare", "mount"):
+            assert sandbox.call("errno_of", numbers[name]) == errno.EPERM, name
+
+
+def test_program_that_ends_itself_leaves_no_zombie(isolation):
+    before = living_processes()
+    result = calls("def f():\n    import os\n    os._exit(3)\n", isolation, ("f", (), 1))
+    assert result.status == "failed" and "status 3" in result.detail
+    assert describe(living_processes() - before - {os.getpid()}) == []
+
+
+def test_details_are_capped_and_printable(isolation):
+    program = "def f():\n    raise ValueError('\\ud800\\x1b[31m' + 'x' * 100000)\n"
+    result = calls(program, isolation, ("f", (), 1))
+    assert result.status == "failed" and len(result.detail) <= sandbox_module.MAX_DETAIL_CHARS
+    assert "\x1b" not in result.detail
+    result.detail.encode("utf-8")
 
 
 def test_the_whole_tree_shares_one_memory_cap(strong_isolation):

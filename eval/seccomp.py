@@ -1,0 +1,90 @@
+"""A seccomp filter for the code sandbox: the system calls a graded program never needs, refused.
+
+bubblewrap loads it (``--seccomp FD``) before it starts the sandbox's init, so every process in the
+sandbox inherits it. The refused calls (they fail with EPERM) are the ones that reach past the
+namespaces and limits:
+
+- the kernel keyrings (``keyctl``, ``add_key``, ``request_key``): a sandbox would otherwise inherit
+  the grader's session keyring, and under root share ``nobody``'s user keyrings with the others;
+- memory outside RLIMIT_AS: SysV shared memory (``shmget``) and ``memfd_create``;
+- host disk past RLIMIT_FSIZE: ``fallocate`` (with FALLOC_FL_KEEP_SIZE it skips that limit);
+- other processes' memory and control: ``ptrace``, ``process_vm_readv``/``writev``;
+- new namespaces and mounts: ``unshare``, ``setns``, ``mount``, ``umount2``, ``pivot_root`` and the
+  new mount API;
+- large kernel attack surface a program does not need: ``io_uring_*``, ``bpf``,
+  ``perf_event_open``, ``userfaultfd``, ``open_by_handle_at``, ``fanotify_init``.
+
+A call from another architecture's ABI (x86-64's 32-bit and x32 entry points) kills the process,
+so the filter cannot be sidestepped through a second system-call table. Built for x86-64 and
+AArch64; elsewhere :func:`filter_for_this_machine` returns None and the sandbox says so.
+"""
+
+from __future__ import annotations
+
+import platform
+import struct
+
+REFUSED = (
+    "keyctl", "add_key", "request_key", "shmget", "memfd_create", "fallocate", "ptrace", "process_vm_readv",
+    "process_vm_writev", "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen",
+    "fsmount", "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd",
+    "open_by_handle_at", "fanotify_init",
+)  # fmt: skip
+SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
+    "x86_64": {
+        "keyctl": 250, "add_key": 248, "request_key": 249, "shmget": 29, "memfd_create": 319, "fallocate": 285,
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "unshare": 272, "setns": 308,
+        "mount": 165, "umount2": 166, "pivot_root": 155, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+        "fsmount": 432, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 321,
+        "perf_event_open": 298, "userfaultfd": 323, "open_by_handle_at": 304, "fanotify_init": 300,
+    },
+    "aarch64": {
+        "keyctl": 219, "add_key": 217, "request_key": 218, "shmget": 194, "memfd_create": 279, "fallocate": 47,
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "unshare": 97, "setns": 268,
+        "mount": 40, "umount2": 39, "pivot_root": 41, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+        "fsmount": 432, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 280,
+        "perf_event_open": 241, "userfaultfd": 282, "open_by_handle_at": 265, "fanotify_init": 262,
+    },
+}  # fmt: skip
+"""Each architecture's system-call numbers (the kernel's unistd tables)."""
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+X32_SYSCALL_BIT = 0x40000000
+"""x86-64's x32 ABI numbers its calls from here, under the same AUDIT_ARCH."""
+
+# Classic BPF over struct seccomp_data {int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6];}.
+LOAD_WORD = 0x20  # BPF_LD | BPF_W | BPF_ABS
+JUMP_IF_EQUAL = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+JUMP_IF_AT_LEAST = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+RETURN = 0x06  # BPF_RET | BPF_K
+NR_OFFSET, ARCH_OFFSET = 0, 4
+ALLOW = 0x7FFF0000
+KILL_PROCESS = 0x80000000
+REFUSE = 0x00050000 | 1  # SECCOMP_RET_ERRNO with EPERM
+
+
+def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> bytes:
+    """One ``struct sock_filter {u16 code; u8 jt; u8 jf; u32 k;}``."""
+    return struct.pack("=HBBI", code, jump_true, jump_false, k)
+
+
+def build_filter(machine: str) -> bytes:
+    """The filter program for ``machine`` (a key of SYSCALL_NUMBERS) as bubblewrap reads it."""
+    numbers = SYSCALL_NUMBERS[machine]
+    program = [
+        _instruction(LOAD_WORD, ARCH_OFFSET),
+        _instruction(JUMP_IF_EQUAL, AUDIT_ARCH[machine], jump_true=1),
+        _instruction(RETURN, KILL_PROCESS),
+        _instruction(LOAD_WORD, NR_OFFSET),
+    ]
+    if machine == "x86_64":
+        program += [_instruction(JUMP_IF_AT_LEAST, X32_SYSCALL_BIT, jump_false=1), _instruction(RETURN, KILL_PROCESS)]
+    for name in REFUSED:
+        program += [_instruction(JUMP_IF_EQUAL, numbers[name], jump_false=1), _instruction(RETURN, REFUSE)]
+    program.append(_instruction(RETURN, ALLOW))
+    return b"".join(program)
+
+
+def filter_for_this_machine() -> bytes | None:
+    """The filter for the machine this runs on, or None where no table is known."""
+    machine = platform.machine()
+    return build_filter(machine) if machine in SYSCALL_NUMBERS else None
