@@ -511,6 +511,8 @@ class Sandbox:
                 written = os.write(fd, view)
             except BrokenPipeError:
                 raise self._ended(doing) from None
+            except BlockingIOError:  # the program filled the pipe through a second write end of its own
+                continue
             view = view[written:]
 
     def _receive(self, size: int, doing: str) -> bytes:
@@ -526,9 +528,18 @@ class Sandbox:
         return b"".join(chunks)
 
     def _read_by_deadline(self, fd: int, doing: str, most: int = 2**20) -> bytes:
-        """Up to ``most`` bytes from ``fd`` once it has some (b"" at its end); ProgramTimedOut at the deadline."""
-        self._wait(fd, select.POLLIN, doing)
-        return os.read(fd, min(most, 2**20))
+        """Up to ``most`` bytes from ``fd`` once it has some (b"" at its end); ProgramTimedOut at the deadline.
+
+        The read does not block: the program can open the pipe's read end a second time (through
+        /proc) and take the bytes that made it readable before this read.
+        """
+        os.set_blocking(fd, False)
+        while True:
+            self._wait(fd, select.POLLIN, doing)
+            try:
+                return os.read(fd, min(most, 2**20))
+            except BlockingIOError:
+                continue
 
     def _wait(self, fd: int, event: int, doing: str) -> None:
         poller = select.poll()

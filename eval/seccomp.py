@@ -9,10 +9,13 @@ namespaces and limits:
 - memory outside RLIMIT_AS: SysV shared memory (``shmget``) and ``memfd_create``;
 - host disk past RLIMIT_FSIZE: ``fallocate`` (with FALLOC_FL_KEEP_SIZE it skips that limit);
 - other processes' memory and control: ``ptrace``, ``process_vm_readv``/``writev``;
-- new namespaces and mounts: ``unshare``, ``setns``, ``mount``, ``umount2``, ``pivot_root`` and the
-  new mount API;
-- large kernel attack surface a program does not need: ``io_uring_*``, ``bpf``,
-  ``perf_event_open``, ``userfaultfd``, ``open_by_handle_at``, ``fanotify_init``.
+- new namespaces and mounts: ``unshare``, ``setns``, ``clone`` with a new-namespace flag (``clone3``,
+  whose flags a filter cannot read, answers ENOSYS, so the C library falls back to ``clone``),
+  ``mount``, ``umount2``, ``pivot_root`` and the new mount API;
+- asynchronous I/O (``io_uring_*`` and the older ``io_setup``/``io_submit`` family): a process
+  with large direct reads in flight cannot be killed until they finish, so it would outlive grading;
+- large kernel attack surface a program does not need: ``bpf``, ``perf_event_open``,
+  ``userfaultfd``, ``open_by_handle_at``, ``fanotify_init``.
 
 A call from another architecture's ABI (x86-64's 32-bit and x32 entry points) kills the process,
 so the filter cannot be sidestepped through a second system-call table. Built for x86-64 and
@@ -26,27 +29,36 @@ import struct
 
 REFUSED = (
     "keyctl", "add_key", "request_key", "shmget", "memfd_create", "fallocate", "ptrace", "process_vm_readv",
-    "process_vm_writev", "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen",
-    "fsmount", "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd",
-    "open_by_handle_at", "fanotify_init",
+    "process_vm_writev", "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "open_tree_attr",
+    "move_mount", "fsopen", "fsmount", "fspick", "fsconfig", "mount_setattr", "io_uring_setup", "io_uring_enter", "io_uring_register", "io_setup", "io_submit", "io_getevents",
+    "io_pgetevents", "io_cancel", "io_destroy", "bpf", "perf_event_open", "userfaultfd", "open_by_handle_at",
+    "fanotify_init",
 )  # fmt: skip
 SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
     "x86_64": {
         "keyctl": 250, "add_key": 248, "request_key": 249, "shmget": 29, "memfd_create": 319, "fallocate": 285,
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "unshare": 272, "setns": 308,
         "mount": 165, "umount2": 166, "pivot_root": 155, "open_tree": 428, "move_mount": 429, "fsopen": 430,
-        "fsmount": 432, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 321,
-        "perf_event_open": 298, "userfaultfd": 323, "open_by_handle_at": 304, "fanotify_init": 300,
+        "fsmount": 432, "fspick": 433, "fsconfig": 431, "mount_setattr": 442, "open_tree_attr": 467,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "io_setup": 206,
+        "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "bpf": 321,
+        "perf_event_open": 298, "userfaultfd": 323, "open_by_handle_at": 304, "fanotify_init": 300, "clone": 56,
+        "clone3": 435,
     },
     "aarch64": {
         "keyctl": 219, "add_key": 217, "request_key": 218, "shmget": 194, "memfd_create": 279, "fallocate": 47,
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "unshare": 97, "setns": 268,
         "mount": 40, "umount2": 39, "pivot_root": 41, "open_tree": 428, "move_mount": 429, "fsopen": 430,
-        "fsmount": 432, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 280,
-        "perf_event_open": 241, "userfaultfd": 282, "open_by_handle_at": 265, "fanotify_init": 262,
+        "fsmount": 432, "fspick": 433, "fsconfig": 431, "mount_setattr": 442, "open_tree_attr": 467,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "io_setup": 0,
+        "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "bpf": 280,
+        "perf_event_open": 241, "userfaultfd": 282, "open_by_handle_at": 265, "fanotify_init": 262, "clone": 220,
+        "clone3": 435,
     },
 }  # fmt: skip
-"""Each architecture's system-call numbers (the kernel's unistd tables)."""
+"""Each architecture's system-call numbers (the kernel's unistd tables): REFUSED's, and clone's."""
+NEW_NAMESPACE_FLAGS = 0x7E020000
+"""CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET."""
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 X32_SYSCALL_BIT = 0x40000000
 """x86-64's x32 ABI numbers its calls from here, under the same AUDIT_ARCH."""
@@ -55,11 +67,13 @@ X32_SYSCALL_BIT = 0x40000000
 LOAD_WORD = 0x20  # BPF_LD | BPF_W | BPF_ABS
 JUMP_IF_EQUAL = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 JUMP_IF_AT_LEAST = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+JUMP_IF_ANY_BIT = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 RETURN = 0x06  # BPF_RET | BPF_K
-NR_OFFSET, ARCH_OFFSET = 0, 4
+NR_OFFSET, ARCH_OFFSET, FIRST_ARGUMENT_LOW_WORD = 0, 4, 16  # args[0]'s low 32 bits (little-endian)
 ALLOW = 0x7FFF0000
 KILL_PROCESS = 0x80000000
 REFUSE = 0x00050000 | 1  # SECCOMP_RET_ERRNO with EPERM
+NOT_IMPLEMENTED = 0x00050000 | 38  # SECCOMP_RET_ERRNO with ENOSYS: the C library then falls back to clone
 
 
 def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> bytes:
@@ -78,6 +92,16 @@ def build_filter(machine: str) -> bytes:
     ]
     if machine == "x86_64":
         program += [_instruction(JUMP_IF_AT_LEAST, X32_SYSCALL_BIT, jump_false=1), _instruction(RETURN, KILL_PROCESS)]
+    # clone3 passes its flags in memory, which a filter cannot read; clone passes them in args[0].
+    program += [
+        _instruction(JUMP_IF_EQUAL, numbers["clone3"], jump_false=1),
+        _instruction(RETURN, NOT_IMPLEMENTED),
+        _instruction(JUMP_IF_EQUAL, numbers["clone"], jump_false=4),
+        _instruction(LOAD_WORD, FIRST_ARGUMENT_LOW_WORD),
+        _instruction(JUMP_IF_ANY_BIT, NEW_NAMESPACE_FLAGS, jump_false=1),
+        _instruction(RETURN, REFUSE),
+        _instruction(RETURN, ALLOW),
+    ]
     for name in REFUSED:
         program += [_instruction(JUMP_IF_EQUAL, numbers[name], jump_false=1), _instruction(RETURN, REFUSE)]
     program.append(_instruction(RETURN, ALLOW))

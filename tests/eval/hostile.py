@@ -24,6 +24,7 @@ import secrets
 import socket
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -216,6 +217,17 @@ ATTACKS: dict[str, tuple[str, str]] = {
         "grader",
         _indented(RAW_REPLY) + "send_raw(b'{{\"value\": [' + b'[],' * 900000 + b'[]]}}')\n    return True\n",
     ),
+    "reply-pipe-thief": (
+        "grader",
+        "    import os, threading, time\n"
+        "    thief = os.open('/proc/self/fd/4', os.O_RDONLY)  # a second read end of the reply pipe\n"
+        "    for _ in range(8):\n"
+        "        threading.Thread(target=lambda: [os.read(thief, 1) for _ in iter(int, 1)], daemon=True).start()\n"
+        "    for byte in b'\\x00\\x0f\\xff\\xff' * 4:\n"
+        "        os.write(4, bytes([byte]))  # readable for the grader, then taken before it reads\n"
+        "        time.sleep(0.02)\n"
+        "    time.sleep(600)\n",
+    ),
     # Fork bombs and daemons.
     "fork-bomb-at-load": (
         "processes",
@@ -347,6 +359,28 @@ ATTACKS: dict[str, tuple[str, str]] = {
         "    while time.monotonic() < end:\n"
         "        os.close(os.open(f'/tmp/d/{{count}}' + 'n' * 200, os.O_CREAT | os.O_WRONLY, 0o600))\n"
         "        count += 1\n"
+        "    return True\n",
+    ),
+    "unkillable-direct-io": (
+        "processes",
+        _indented(LIBC) + "import mmap, os, struct, sys\n"
+        "    fd = os.open(os.path.realpath(sys.executable), os.O_RDONLY | os.O_DIRECT)\n"
+        "    buffer = mmap.mmap(-1, 128 * 2**20)\n"
+        "    address = ctypes.addressof(ctypes.c_char.from_buffer(buffer))\n"
+        "    context = ctypes.c_ulong(0)\n"
+        "    libc.syscall({io_setup}, 120, ctypes.byref(context))\n"
+        "    blocks = [ctypes.create_string_buffer(struct.pack('QIIHhIQQqQII', i, 0, 0, 0, 0, fd, address, 128 * 2**20, 0, 0, 0, 0))\n"
+        "              for i in range(120)]\n"
+        "    pointers = (ctypes.c_void_p * 120)(*[ctypes.addressof(block) for block in blocks])\n"
+        "    libc.syscall({io_submit}, context, 120, pointers)  # direct reads in flight: SIGKILL waits for them\n"
+        "    return True\n",
+    ),
+    "clone-new-user-namespace": (
+        "processes",
+        _indented(LIBC) + "pid = libc.syscall({clone}, 0x10000000 | 0x20000000 | 17, 0, 0, 0, 0)  # NEWUSER | NEWPID\n"
+        "    if pid == 0:\n"
+        "        import time\n"
+        "        time.sleep(600)\n"
         "    return True\n",
     ),
     "anonymous-mmap": (
@@ -497,7 +531,7 @@ ATTACKS: dict[str, tuple[str, str]] = {
     ),
 }
 """name -> (category, completion template with {secret}, {canary}, {canary_dir}, {project}, {tcp_port},
-{udp_port}, {unix_path}, {abstract}, {grader_pid}, {key_name}, {keyctl}, {add_key} to fill in)."""
+{udp_port}, {unix_path}, {abstract}, {grader_pid}, {key_name} and system-call numbers to fill in)."""
 
 
 @dataclasses.dataclass
@@ -530,7 +564,10 @@ class Bait:
             "grader_pid": os.getpid(),
             "key_name": self.key_name,
             "keyctl": SYSCALL_NUMBERS[platform.machine()]["keyctl"],
-            "add_key": SYSCALL_NUMBERS[platform.machine()]["add_key"],
+            **{
+                name: SYSCALL_NUMBERS[platform.machine()][name]
+                for name in ("add_key", "io_setup", "io_submit", "clone")
+            },
         }
 
     def arrivals(self) -> list[str]:
@@ -597,14 +634,16 @@ def bait(home: Path) -> Iterator[Bait]:
 
 
 def _keep_in_session_keyring(name: bytes, secret: bytes) -> None:
-    """Give this process a session keyring of its own (as a login would) holding the secret as a user key."""
+    """Give this process a session keyring of its own (as a login would) holding the secret as a user key.
+
+    Where keyrings are out of reach (a container's seccomp profile, say), warns and sets no key bait.
+    """
     numbers = SYSCALL_NUMBERS[platform.machine()]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    if libc.syscall(numbers["keyctl"], 1, None) < 0:  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
-        raise OSError(ctypes.get_errno(), "could not join a session keyring")
-    if libc.syscall(numbers["add_key"], b"user", name, secret, len(secret), -3) < 0:  # into @s
-        raise OSError(ctypes.get_errno(), "could not add the bait key")
+    joined = libc.syscall(numbers["keyctl"], 1, None) >= 0  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
+    if not joined or libc.syscall(numbers["add_key"], b"user", name, secret, len(secret), -3) < 0:  # into @s
+        warnings.warn(f"no keyring bait: {os.strerror(ctypes.get_errno())}", stacklevel=2)
 
 
 @dataclasses.dataclass(frozen=True)

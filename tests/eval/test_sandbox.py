@@ -208,10 +208,25 @@ def test_calls_past_the_namespaces_are_refused_by_the_seccomp_filter(strong_isol
         "def errno_of(number):\n"
         "    result = libc.syscall(number, 0, 0, 0, 0, 0)\n"
         "    return ctypes.get_errno() if result == -1 else None\n"
+        "def new_user_namespace():\n"
+        "    import os\n"
+        f"    result = libc.syscall({numbers['clone']}, 0x10000000 | 17, 0, 0, 0, 0)  # CLONE_NEWUSER | SIGCHLD\n"
+        "    if result == 0:\n"
+        "        os._exit(0)\n"
+        "    return ctypes.get_errno() if result == -1 else 'cloned'\n"
+        "def forked():\n"
+        "    import os\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os._exit(0)\n"
+        "    return os.waitpid(pid, 0)[1]\n"
     )
     with Sandbox(program, FAST, strong_isolation) as sandbox:
         for name in ("keyctl", "add_key", "shmget", "memfd_create", "fallocate", "ptrace", "unshare", "mount"):
             assert sandbox.call("errno_of", numbers[name]) == errno.EPERM, name
+        assert sandbox.call("errno_of", numbers["clone3"]) == errno.ENOSYS
+        assert sandbox.call("new_user_namespace") == errno.EPERM
+        assert sandbox.call("forked") == 0  # an ordinary fork still works
 
 
 def test_program_that_ends_itself_leaves_no_zombie(isolation):
