@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm")
+AGGREGATIONS = ("token_mean", "token_sum", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm")
 
 
 @dataclass(frozen=True)
@@ -23,11 +23,15 @@ class Normalizer:
     num_sequences: sequences the seq_mean_* modes average over (all rows, or only those with a
       loss token left after filtering; see :meth:`from_mask`).
     constant: MAX_TOKENS of seq_mean_token_sum_norm (Dr. GRPO).
+    processes: data-parallel processes whose gradients are averaged. With more than one, the counts
+      are those of the global mini-batch (all processes) and each process's loss is multiplied by
+      ``processes``, so the averaged gradient is the single-process one (verl's ``dp_size`` scaling).
     """
 
     num_tokens: float
     num_sequences: float
     constant: float = 1.0
+    processes: int = 1
 
     @classmethod
     def from_mask(cls, mask: torch.Tensor, constant: float = 1.0, count_empty: bool = True) -> Normalizer:
@@ -45,16 +49,23 @@ def aggregate(loss: torch.Tensor, mask: torch.Tensor, mode: str, normalizer: Nor
     """Aggregate per-token ``loss`` (B, T) over real tokens of ``mask`` (B, T) into a scalar.
 
     token_mean:               Σ_{i,t} ℓ_{i,t} / N_tokens                       (DAPO, VAPO)
+    token_sum:                Σ_{i,t} ℓ_{i,t}                                  (verl token-sum)
     seq_mean_token_mean:      Σ_i (Σ_t ℓ_{i,t} / |o_i|) / N_seqs               (GRPO)
     seq_mean_token_sum:       Σ_i Σ_t ℓ_{i,t} / N_seqs
     seq_mean_token_sum_norm:  Σ_{i,t} ℓ_{i,t} / (N_seqs · MAX_TOKENS)          (Dr. GRPO)
 
-    N_tokens, N_seqs and MAX_TOKENS come from ``normalizer`` (the whole mini-batch). A sequence
-    with no loss token contributes 0.
+    N_tokens, N_seqs and MAX_TOKENS come from ``normalizer`` (the whole mini-batch), and the result
+    is multiplied by its ``processes``. A sequence with no loss token contributes 0.
     """
+    return _aggregate_local(loss, mask, mode, normalizer) * normalizer.processes
+
+
+def _aggregate_local(loss: torch.Tensor, mask: torch.Tensor, mode: str, normalizer: Normalizer) -> torch.Tensor:
     token_sums = (loss * mask).sum(dim=-1)  # (B,)
     if mode == "token_mean":
         return token_sums.sum() / max(normalizer.num_tokens, 1.0)
+    if mode == "token_sum":
+        return token_sums.sum()
     if mode == "seq_mean_token_mean":
         lengths = mask.sum(dim=-1).clamp(min=1)
         return (token_sums / lengths).sum() / max(normalizer.num_sequences, 1.0)

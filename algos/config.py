@@ -19,8 +19,14 @@ from pydantic.dataclasses import dataclass
 
 _STRICT = ConfigDict(extra="forbid", validate_default=True)
 
-GROUP_ESTIMATORS = ("group_mean", "rloo")
+GROUP_ESTIMATORS = ("group_mean", "rloo", "opo", "passk")
 """Estimators that compare the responses of one prompt with each other (need G >= 2)."""
+
+OUTCOME_ESTIMATORS = (*GROUP_ESTIMATORS, "remax")
+"""Estimators that give each response one scalar advantage from its outcome reward."""
+
+ONE_PASS_MECHANISMS = ("clip_cov", "kl_cov")
+"""Objectives that pick tokens by a statistic of the whole mini-batch's current log-probabilities."""
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 NonNegative = Annotated[float, Field(ge=0.0)]
@@ -32,23 +38,62 @@ PositiveInt = Annotated[int, Field(gt=0)]
 class AdvantageConfig:
     """How scalar outcome rewards become per-token advantages."""
 
-    estimator: Literal["group_mean", "rloo", "return", "gae"] = Field(
+    estimator: Literal["group_mean", "rloo", "opo", "passk", "remax", "return", "gae"] = Field(
         "group_mean",
         description=(
             "group_mean: R_i - mean_j R_j over the G responses of a prompt (GRPO, Dr. GRPO). "
             "rloo: R_i - mean_{j!=i} R_j (RLOO, Ahmadian et al. 2024). "
+            "opo: R_i - sum_j |o_j| R_j / sum_j |o_j|, the length-weighted baseline of On-Policy RL with Optimal "
+            "reward baseline (OPO, Hao et al. 2025, arXiv 2505.23585). "
+            "passk: only each group's best response learns, with R_max - R_second (Pass@k training, Chen et al. "
+            "2025, arXiv 2503.19595; verl grpo_passk). "
+            "remax: R_i - R(greedy response to the same prompt) (ReMax, Li et al. 2023, arXiv 2310.10505). "
             "return: discounted return with no baseline (REINFORCE++, Hu 2025). "
             "gae: generalised advantage estimation with a critic (PPO, VAPO)."
         ),
     )
-    std_scaling: Literal["group", "batch", "batch_whiten", "none"] = Field(
+    std_scaling: Literal["group", "batch", "batch_whiten", "batch_normalize", "group_batch_whiten", "none"] = Field(
         "group",
         description=(
             "group: divide by the unbiased std of the prompt's G rewards plus std_eps (GRPO). "
             "batch: divide by the unbiased std of all rewards in the batch plus std_eps (TRL "
             "scale_rewards='batch'). batch_whiten: subtract the token-weighted batch mean and "
             "multiply by rsqrt(token-weighted unbiased variance + std_eps) (REINFORCE++, verl's GAE "
-            "whitening). none: no scaling (Dr. GRPO). group/batch apply to group estimators only."
+            "whitening). batch_normalize: (A - mean A) / (std A + std_eps) over the batch's sequences, each "
+            "counted once (TRL RLOO normalize_advantages, std_eps 1e-4). group_batch_whiten: group, then "
+            "batch_whiten (GDPO, arXiv 2601.05242; verl gdpo). none: no scaling (Dr. GRPO). group, batch and "
+            "group_batch_whiten apply to group estimators only."
+        ),
+    )
+    whiten_eps: Positive | None = Field(
+        None,
+        description=(
+            "Epsilon under the square root of batch_whiten and group_batch_whiten; None uses std_eps. verl's "
+            "GDPO: 1e-6 for the group std, 1e-8 for the whitening."
+        ),
+    )
+    whiten_keep_mean: bool = Field(
+        False,
+        description=(
+            "batch_whiten and group_batch_whiten only. False: the whitened advantages are centred (verl "
+            "masked_whiten shift_mean=True, REINFORCE++). True: the batch mean is added back after dividing "
+            "by the std (verl shift_mean=False)."
+        ),
+    )
+    singleton_groups: Literal["zero", "raw"] = Field(
+        "zero",
+        description=(
+            "A group with one scorable response (groups given by an index may have one) has no baseline. zero: its "
+            "advantage is 0 (the group's own mean; TRL). raw: baseline 0 and std 1, so the advantage is R (verl)."
+        ),
+    )
+    gpg_alpha: Literal["none", "informative", "nonzero_reward"] = Field(
+        "none",
+        description=(
+            "GPG's rescaling of group advantages by alpha = B / B_valid (Chu et al. 2025, arXiv 2504.02546, "
+            "Eq. 9). informative: B_valid counts responses in groups whose rewards differ (the paper: the others "
+            "have zero advantage). nonzero_reward: B_valid counts responses with a nonzero reward (verl gpg). "
+            "none: alpha = 1."
         ),
     )
     std_eps: Positive = Field(
@@ -94,11 +139,30 @@ class AdvantageConfig:
 class PolicyLossConfig:
     """The clipped surrogate and its aggregation."""
 
-    ratio_level: Literal["token", "sequence", "sequence_token", "group_expectation"] = Field(
+    objective: Literal[
+        "clip", "cispo", "sapo", "gmpo", "reinforce", "clip_cov", "kl_cov", "dppo_tv", "dppo_kl", "vespo"
+    ] = Field(
+        "clip",
+        description=(
+            "The per-token policy loss (algos.objectives). clip: PPO's clipped surrogate (PPO, GRPO, DAPO). "
+            "cispo: -sg[clip(r, 1-eps_low, 1+eps_high)] A log pi, every token keeps a gradient (MiniMax-M1, "
+            "arXiv 2506.13585). sapo: -f(r) A with the soft gate f(r) = 4 sigmoid(tau (r - 1)) / tau (SAPO, arXiv "
+            "2511.20347). gmpo: -A exp(mean_t sign-aware clip(log r_t)), the geometric mean of token ratios clipped "
+            "in log space at log(1-eps_low), log(1+eps_high) (GMPO, arXiv 2507.20673). reinforce: -A log pi, no ratio "
+            "(plain REINFORCE; GPG, arXiv 2504.02546). clip_cov / kl_cov: clip, with a few tokens of high covariance "
+            "between advantage and log pi detached / KL-penalised (Cui et al. 2025, arXiv 2505.22617). dppo_tv / "
+            "dppo_kl: -A sg[min(r, dppo_ratio_cap)] log pi on tokens whose probability moved less than the "
+            "divergence threshold (DPPO, arXiv 2602.04879). vespo: -phi(w) A log pi with the gamma weight phi of the "
+            "sequence ratio w (VESPO; TRL loss_type vespo)."
+        ),
+    )
+    ratio_level: Literal["token", "sequence", "sequence_token", "sequence_sum", "group_expectation"] = Field(
         "token",
         description=(
             "token: r_{i,t} (PPO/GRPO/DAPO). sequence: length-normalised sequence ratio s_i, the "
-            "same for every token (GSPO). sequence_token: sg[s_i] * pi/sg[pi] (GSPO-token). group_expectation: p_i / E_q[q] over the group (GEPO)."
+            "same for every token (GSPO). sequence_token: sg[s_i] * pi/sg[pi] (GSPO-token). sequence_sum: "
+            "exp(sum_t log r_{i,t}), the unnormalised sequence ratio (TRL's RLOO loss). group_expectation: "
+            "p_i / E_q[q] over the group (GEPO)."
         ),
     )
     group_expectation_scope: Literal["prompt", "micro_batch"] = Field(
@@ -125,10 +189,13 @@ class PolicyLossConfig:
             "-c * A. Off by default; verl turns it on with c = 3."
         ),
     )
-    aggregation: Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm"] = Field(
+    aggregation: Literal[
+        "token_mean", "token_sum", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm"
+    ] = Field(
         "seq_mean_token_mean",
         description=(
             "token_mean: sum over all tokens / number of tokens (DAPO and VAPO token-level loss). "
+            "token_sum: sum over all tokens, no denominator (verl token-sum). "
             "seq_mean_token_mean: mean over sequences of each sequence's token mean (GRPO). "
             "seq_mean_token_sum: mean over sequences of token sums. seq_mean_token_sum_norm: "
             "sum / (number of sequences * aggregation_constant) (Dr. GRPO)."
@@ -147,6 +214,50 @@ class PolicyLossConfig:
             "Which sequences the seq_mean_* modes divide by. all: every sequence in the mini-batch, "
             "as the papers' 1/G and 1/B and TRL. nonempty: only sequences with at least one loss "
             "token left after filtering (verl)."
+        ),
+    )
+    sapo_tau_pos: Positive = Field(1.0, description="SAPO's gate temperature for A > 0 (TRL and verl: 1.0).")
+    sapo_tau_neg: Positive = Field(1.05, description="SAPO's gate temperature for A <= 0 (TRL and verl: 1.05).")
+    cov_ratio: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        2e-4,
+        description="Clip-Cov / KL-Cov: share of the pass's loss tokens that are detached / KL-penalised (verl: 2e-4).",
+    )
+    clip_cov_bounds: tuple[float, float] = Field(
+        (1.0, 5.0),
+        description="Clip-Cov: a token is a candidate when lower < cov < upper (verl clip_cov_lb 1, clip_cov_ub 5).",
+    )
+    kl_cov_coef: NonNegative = Field(
+        1.0, description="KL-Cov: coefficient of |log r| on the selected tokens (verl: 1)."
+    )
+    dppo_thresholds: tuple[NonNegative, NonNegative] = Field(
+        (0.2, 0.2),
+        description=(
+            "DPPO: (low, high) divergence thresholds; a token with A > 0 learns while its divergence to pi_old is "
+            "at most high, one with A <= 0 while it is at most low (TV: |pi - pi_old|; KL: the binary KL)."
+        ),
+    )
+    dppo_ratio_cap: Positive = Field(
+        20.0,
+        description="DPPO: the detached ratio multiplying the loss is truncated at this value (paper §5.4: large).",
+    )
+    vespo_k: tuple[NonNegative, NonNegative] = Field(
+        (2.0, 3.0), description="VESPO: shape k of the gamma weight for A >= 0 and A < 0 (TRL: 2, 3)."
+    )
+    vespo_lambda: tuple[NonNegative, NonNegative] = Field(
+        (3.0, 2.0), description="VESPO: rate lambda of the gamma weight for A >= 0 and A < 0 (TRL: 3, 2)."
+    )
+    top_entropy_quantile: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        1.0,
+        description=(
+            "rho: only the share rho of the pass's loss tokens with the highest entropy keep their policy loss "
+            "(Wang et al. 2025, arXiv 2506.01939; TRL top_entropy_quantile). 1.0 keeps every token."
+        ),
+    )
+    off_policy_mask_threshold: NonNegative | None = Field(
+        None,
+        description=(
+            "delta of the off-policy sequence mask (DeepSeek-V3.2; TRL off_policy_mask_threshold): a response "
+            "with A < 0 whose mean log(pi_sampler / pi_theta) exceeds delta drops out of the policy loss. None: off."
         ),
     )
     entropy_coef: NonNegative = Field(0.0, description="Entropy bonus coefficient (0 in every paper preset).")
@@ -171,10 +282,13 @@ class KLConfig:
     """Penalty towards the frozen reference policy."""
 
     coef: NonNegative = Field(0.0, description="beta. 0 for DAPO, VAPO, Dr. GRPO; 0.04 for GRPO (DeepSeekMath).")
-    estimator: Literal["k1", "k2", "k3"] = Field(
+    estimator: Literal["k1", "k2", "k3", "abs", "k1+", "k3+", "full"] = Field(
         "k3",
         description=(
-            "k1: log(pi/pi_ref). k2: 0.5 log^2(pi/pi_ref). k3: pi_ref/pi - log(pi_ref/pi) - 1 (GRPO; Schulman 2020)."
+            "k1: log(pi/pi_ref). k2: 0.5 log^2(pi/pi_ref). k3: pi_ref/pi - log(pi_ref/pi) - 1 (GRPO; Schulman "
+            "2020). abs: |log(pi/pi_ref)|. k1+ / k3+: the value of k1 / k3 with the gradient of k2 (verl's "
+            "straight-through '+'). full: the exact KL over the vocabulary at each position, sum_v pi (log pi - "
+            "log pi_ref) (loss placement only)."
         ),
     )
     placement: Literal["loss", "reward"] = Field(
@@ -188,6 +302,24 @@ class KLConfig:
         None,
         description="Clamp the per-token estimate to [-clamp, clamp]; None = exact (TRL). verl clamps k3 at 10.",
     )
+    importance_weighted: bool = Field(
+        False,
+        description=(
+            "Multiply the per-token KL in the loss by the importance ratio of the policy loss, with its gradient, "
+            "so that the estimate is unbiased off-policy (TRL use_bias_correction_kl, TRL's default True; "
+            "verl and the papers: False)."
+        ),
+    )
+    controller: Literal["fixed", "adaptive"] = Field(
+        "fixed",
+        description=(
+            "fixed: beta = coef throughout. adaptive: beta starts at coef and after each step is multiplied by "
+            "1 + clip(KL / target - 1, -0.2, 0.2) * B / horizon, KL the batch's mean per-token estimate towards "
+            "the reference (Ziegler et al. 2019; verl AdaptiveKLController)."
+        ),
+    )
+    target: Positive = Field(0.1, description="Adaptive controller: target per-token KL (verl target_kl 0.1).")
+    horizon: PositiveInt = Field(10000, description="Adaptive controller: horizon in responses (verl 10000).")
 
 
 @dataclass(frozen=True, config=_STRICT)
@@ -196,6 +328,25 @@ class RewardConfig:
 
     correct: float = Field(1.0, description="Reward of a verified-correct response (DAPO: +1; TRL and most: 1).")
     incorrect: float = Field(0.0, description="Reward of an incorrect response (DAPO: -1; TRL and most: 0).")
+    functions: dict[Literal["correctness", "finished"], float] = Field(
+        {"correctness": 1.0},
+        min_length=1,
+        description=(
+            "Reward functions (algos.reward_functions) and their weights. correctness: the verifier's "
+            "correct/incorrect value, NaN where the verifier cannot score the response. finished: 1 when the "
+            "response ended within the budget, else 0. A response every function leaves NaN is unscorable: the "
+            "group statistics ignore it and its advantage is 0 (TRL)."
+        ),
+    )
+    combine: Literal["sum_then_normalize", "normalize_then_sum"] = Field(
+        "sum_then_normalize",
+        description=(
+            "sum_then_normalize: R = sum_k w_k r_k (NaN terms skipped), then the advantage estimator. "
+            "normalize_then_sum: each function's rewards standardised within the group, "
+            "(r_k - mean) / (std + advantage.std_eps), before the weighted sum (TRL multi_objective_aggregation; "
+            "GDPO)."
+        ),
+    )
     overlong_filter: bool = Field(
         False,
         description="Mask truncated responses (no EOS within the budget) out of the policy loss (DAPO Overlong Filtering).",
@@ -207,6 +358,9 @@ class RewardConfig:
     soft_overlong_max_length: PositiveInt | None = Field(
         None,
         description="L_max of the soft overlong punishment; None uses the generation budget rollout.max_new_tokens.",
+    )
+    soft_overlong_factor: NonNegative = Field(
+        1.0, description="Multiplies the soft overlong punishment (verl overlong_buffer.penalty_factor; DAPO: 1)."
     )
 
 
@@ -287,6 +441,24 @@ class RolloutConfig:
             "k: rollouts come from the policy k optimizer updates old, as in GEPO's heterogeneous "
             "setting (GEPO Table 2). 0 = on-policy sampling."
         ),
+    )
+    correction: Literal["none", "truncate", "mask"] = Field(
+        "none",
+        description=(
+            "Rollout/learner mismatch correction under policy_staleness > 0: pi_old becomes the learner's "
+            "policy before the update (the proximal policy) and each token's loss is multiplied by the detached "
+            "weight w = pi_old / pi_sampler. truncate: min(w, correction_high), clamped below at correction_low "
+            "if set (TIS; TRL *_truncate, verl rollout_is). mask: w where correction_low <= w <= correction_high, "
+            "else 0 (MIS / IcePop; TRL *_mask). none: the ratio is taken to the sampler itself."
+        ),
+    )
+    correction_level: Literal["token", "sequence"] = Field(
+        "token",
+        description="token: one weight per token. sequence: exp(sum_t log w_t), one weight per response (TRL, verl).",
+    )
+    correction_low: NonNegative | None = Field(None, description="Lower bound of the correction weight; None: none.")
+    correction_high: Positive = Field(
+        2.0, description="Upper bound of the correction weight (verl rollout_is_threshold 2; TRL clip_max 3)."
     )
     old_logprobs: Literal["auto", "score"] = Field(
         "auto",
@@ -532,11 +704,27 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
         problems.append("critic.pretrain_steps > 0 needs critic.enabled=true")
     if cfg.critic.init == "reward_model" and not (cfg.critic.enabled and cfg.critic.reward_model_steps):
         problems.append("critic.init=reward_model needs critic.enabled=true and critic.reward_model_steps > 0")
-    if adv.estimator not in GROUP_ESTIMATORS and adv.std_scaling in ("group", "batch"):
+    if adv.estimator not in GROUP_ESTIMATORS and adv.std_scaling in ("group", "group_batch_whiten"):
         problems.append(
-            f"advantage.std_scaling={adv.std_scaling} scales outcome rewards of group estimators "
-            f"{GROUP_ESTIMATORS}; with estimator={adv.estimator} use 'batch_whiten' or 'none'"
+            f"advantage.std_scaling={adv.std_scaling} scales each group's rewards, for group estimators "
+            f"{GROUP_ESTIMATORS}; with estimator={adv.estimator} use 'batch', 'batch_whiten' or 'none'"
         )
+    if adv.estimator not in OUTCOME_ESTIMATORS and adv.std_scaling in ("batch", "batch_normalize"):
+        problems.append(
+            f"advantage.std_scaling={adv.std_scaling} scales one advantage per response, for estimators "
+            f"{OUTCOME_ESTIMATORS}; with estimator={adv.estimator} use 'batch_whiten' or 'none'"
+        )
+    if adv.gpg_alpha != "none" and adv.estimator not in GROUP_ESTIMATORS:
+        problems.append(
+            f"advantage.gpg_alpha rescales group advantages: set advantage.estimator to one of {GROUP_ESTIMATORS}"
+        )
+    if cfg.reward.combine == "normalize_then_sum" and adv.estimator not in GROUP_ESTIMATORS:
+        problems.append(
+            f"reward.combine=normalize_then_sum standardises rewards within groups: set advantage.estimator to one "
+            f"of {GROUP_ESTIMATORS}"
+        )
+    problems.extend(_policy_loss_violations(cfg))
+    problems.extend(_kl_violations(cfg))
     needs_groups = [
         name
         for name, on in (
@@ -544,6 +732,7 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
             ("advantage.std_scaling=group", adv.std_scaling == "group"),
             ("policy_loss.ratio_level=group_expectation", loss.ratio_level == "group_expectation"),
             ("dynamic_sampling.enabled=true", cfg.dynamic_sampling.enabled),
+            ("reward.combine=normalize_then_sum", cfg.reward.combine == "normalize_then_sum"),
         )
         if on
     ]
@@ -581,6 +770,83 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
         problems.append(
             f"reward.soft_overlong_buffer={cfg.reward.soft_overlong_buffer} must be smaller than "
             f"L_max={cfg.soft_overlong_max_length} (reward.soft_overlong_max_length or rollout.max_new_tokens)"
+        )
+    return problems
+
+
+def _policy_loss_violations(cfg: RLConfig) -> list[str]:
+    loss, rollout, optim = cfg.policy_loss, cfg.rollout, cfg.optim
+    problems = []
+    if loss.objective in ("gmpo", "vespo") and loss.ratio_level != "token":
+        problems.append(
+            f"policy_loss.objective={loss.objective} builds its sequence weight from token ratios: set "
+            f"policy_loss.ratio_level=token (got {loss.ratio_level})"
+        )
+    if loss.dual_clip_c is not None and loss.objective not in ("clip", "clip_cov"):
+        problems.append(
+            f"policy_loss.dual_clip_c bounds the clipped surrogate; policy_loss.objective={loss.objective} has none: "
+            "unset policy_loss.dual_clip_c"
+        )
+    sequence_levels = ("sequence", "sequence_sum", "group_expectation")
+    if loss.top_entropy_quantile < 1.0 and loss.ratio_level in sequence_levels:
+        problems.append(
+            f"policy_loss.top_entropy_quantile masks single tokens, which needs a ratio per token; "
+            f"policy_loss.ratio_level={loss.ratio_level} gives every token the whole response's gradient: use "
+            "ratio_level token or sequence_token"
+        )
+    one_pass = [
+        name
+        for name, on in (
+            (f"policy_loss.objective={loss.objective}", loss.objective in ONE_PASS_MECHANISMS),
+            ("policy_loss.top_entropy_quantile < 1", loss.top_entropy_quantile < 1.0),
+        )
+        if on
+    ]
+    if one_pass and (optim.length_buckets != 1 or optim.micro_batch_size is not None):
+        problems.append(
+            f"{', '.join(one_pass)} selects tokens over the whole mini-batch, which must be one forward pass: set "
+            "optim.length_buckets=1 and leave optim.micro_batch_size unset"
+        )
+    if rollout.correction != "none":
+        if rollout.policy_staleness == 0:
+            problems.append(
+                f"rollout.correction={rollout.correction} corrects for a sampler other than the learner: set "
+                "rollout.policy_staleness > 0 (with 0 the weight is always 1)"
+            )
+        if loss.ratio_level == "group_expectation":
+            problems.append(
+                "rollout.correction and policy_loss.ratio_level=group_expectation both correct for the sampler "
+                "(GEPO's ratio is taken to it): use one of them"
+            )
+        if rollout.correction_low is not None and rollout.correction_low >= rollout.correction_high:
+            problems.append("rollout.correction_low must be smaller than rollout.correction_high")
+    if loss.objective == "vespo" and rollout.correction != "none" and rollout.correction_level != "token":
+        problems.append(
+            "policy_loss.objective=vespo folds the correction weights into its sequence weight token by token: "
+            "set rollout.correction_level=token"
+        )
+    return problems
+
+
+def _kl_violations(cfg: RLConfig) -> list[str]:
+    kl = cfg.kl
+    problems = []
+    if kl.controller == "adaptive" and kl.coef == 0:
+        problems.append(
+            "kl.controller=adaptive scales beta from kl.coef, which is 0: set kl.coef > 0 or kl.controller=fixed"
+        )
+    if kl.placement == "reward" and kl.estimator == "full":
+        problems.append(
+            "kl.estimator=full needs the full distributions of the update's forward pass: use kl.placement=loss, "
+            "or a sampled estimator (k1, k2, k3, abs) in the reward"
+        )
+    if kl.placement == "reward" and kl.importance_weighted:
+        problems.append(
+            "kl.importance_weighted weights the KL term of the loss by the policy ratio: set kl.placement=loss"
+        )
+    if kl.estimator == "full" and kl.importance_weighted:
+        problems.append(
+            "kl.estimator=full is exact at every position and needs no importance weight: unset kl.importance_weighted"
         )
     return problems
 

@@ -17,12 +17,14 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor, dim: int | None = None
     return masked_sum(values, mask, dim) / count.clamp(min=1)
 
 
-def masked_whiten(values: torch.Tensor, mask: torch.Tensor, eps: float) -> torch.Tensor:
+def masked_whiten(values: torch.Tensor, mask: torch.Tensor, eps: float, keep_mean: bool = False) -> torch.Tensor:
     """(x − mean) · rsqrt(var + eps) with the token-weighted mean and unbiased variance over real tokens.
 
-    values, mask: (B, T) -> (B, T). Matches verl's ``masked_whiten`` (which uses eps = 1e-8).
+    values, mask: (B, T) -> (B, T). keep_mean adds the mean back afterwards. Matches verl's
+    ``masked_whiten`` (which uses eps = 1e-8; its shift_mean=False is keep_mean=True).
     """
     mean = masked_mean(values, mask)
     count = mask.sum()
     variance = masked_sum((values - mean) ** 2, mask) / (count - 1).clamp(min=1)
-    return (values - mean) * torch.rsqrt(variance + eps)
+    whitened = (values - mean) * torch.rsqrt(variance + eps)
+    return whitened + mean if keep_mean else whitened

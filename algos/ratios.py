@@ -1,4 +1,4 @@
-"""Importance ratios between the current policy π_θ and the sampling policy π_old, at four levels.
+"""Importance ratios between the current policy π_θ and the sampling policy π_old, at five levels.
 
 Inputs are per-token log-probabilities of the sampled tokens: ``logprobs`` (B, T) under π_θ (with
 gradient), ``old_logprobs`` (B, T) under π_old (no gradient), ``mask`` (B, T) 1 on real tokens.
@@ -27,6 +27,12 @@ def _mean_log_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: to
 def sequence_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """GSPO's s_i = exp((1/|o_i|) Σ_t log r_{i,t}), the same value for every token of o_i."""
     seq = torch.exp(_mean_log_ratio(logprobs, old_logprobs, mask))  # (B,)
+    return seq.unsqueeze(-1).expand_as(logprobs)
+
+
+def sequence_sum_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """exp(Σ_t log r_{i,t}) = π_θ(o_i) / π_old(o_i), the unnormalised sequence ratio of TRL's RLOO loss."""
+    seq = torch.exp(((logprobs - old_logprobs) * mask).sum(dim=-1))  # (B,)
     return seq.unsqueeze(-1).expand_as(logprobs)
 
 
@@ -78,6 +84,7 @@ RATIO_LEVELS: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tor
     "token": token_ratio,
     "sequence": sequence_ratio,
     "sequence_token": sequence_token_ratio,
+    "sequence_sum": sequence_sum_ratio,
 }
 """Ratio levels that need only the two policies' log-probabilities; GEPO's needs the group expectation."""
 

@@ -7,19 +7,34 @@ import torch
 from algos.config import RLConfig
 from algos.filters import informative_groups
 from algos.kl import kl_estimate
-from algos.shaping import correctness_reward, place_outcome_reward, soft_overlong_punishment
+from algos.reward_functions import Graded, combine_rewards, reward_matrix
+from algos.shaping import place_outcome_reward, soft_overlong_punishment
 
 
-def outcome_scores(cfg: RLConfig, correct: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Scalar reward per response (B,): verifier value plus, if on, DAPO's soft overlong punishment.
+def outcome_scores(
+    cfg: RLConfig,
+    correct: torch.Tensor,
+    lengths: torch.Tensor,
+    truncated: torch.Tensor | None = None,
+    scorable: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Scalar reward per response (B,): the combined reward functions plus, if on, DAPO's soft overlong
+    punishment times ``reward.soft_overlong_factor``. NaN for a response no function could score.
 
-    correct: (B,) bool from the verifier; lengths: (B,) response lengths in tokens.
+    correct: (B,) bool from the verifier; lengths: (B,) response lengths in tokens; truncated: (B,)
+    bool, responses cut off at the budget (default: none); scorable: (B,) bool, responses the
+    verifier gave a verdict on (default: all). Groups are ``rollout.group_size`` consecutive rows.
     """
-    scores = correctness_reward(correct, cfg.reward.correct, cfg.reward.incorrect)
+    graded = Graded(
+        correct=correct,
+        scorable=torch.ones_like(correct) if scorable is None else scorable,
+        lengths=lengths,
+        truncated=torch.zeros_like(correct) if truncated is None else truncated,
+    )
+    scores = combine_rewards(cfg, reward_matrix(cfg, graded), cfg.rollout.group_size)
     if cfg.reward.soft_overlong_buffer is not None:
-        scores = scores + soft_overlong_punishment(
-            lengths, cfg.soft_overlong_max_length, cfg.reward.soft_overlong_buffer
-        )
+        punishment = soft_overlong_punishment(lengths, cfg.soft_overlong_max_length, cfg.reward.soft_overlong_buffer)
+        scores = scores + cfg.reward.soft_overlong_factor * punishment
     return scores
 
 

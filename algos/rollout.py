@@ -47,6 +47,8 @@ class RolloutBatch:
     old_logprobs: torch.Tensor | None
     """(B, T) log π_old; None when the update's forward pass provides it (:func:`update_gives_old_logprobs`)."""
     advantages: torch.Tensor
+    sampler_logprobs: torch.Tensor | None = None
+    """(B, T) log-probabilities of the stale sampler under ``rollout.correction`` (π_old is then the learner's)."""
     returns: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
     ref_logprobs: torch.Tensor | None = None
@@ -65,9 +67,13 @@ class _Sampled:
     correct: torch.Tensor
     truncated: torch.Tensor
     scores: torch.Tensor
+    baselines: torch.Tensor | None = None  # (B,) ReMax: reward of the greedy response to the row's prompt
 
     def rows(self, index: torch.Tensor) -> _Sampled:
-        return _Sampled(self.sequences.rows(index), self.correct[index], self.truncated[index], self.scores[index])
+        baselines = self.baselines[index] if self.baselines is not None else None
+        return _Sampled(
+            self.sequences.rows(index), self.correct[index], self.truncated[index], self.scores[index], baselines
+        )
 
 
 def has_dropout(model: PreTrainedModel) -> bool:
@@ -95,6 +101,7 @@ def update_gives_old_logprobs(cfg: RLConfig, sampler: PreTrainedModel) -> bool:
         and not cfg.kl_in_reward
         and cfg.policy_loss.ratio_level != "group_expectation"
         and not cfg.critic.enabled
+        and cfg.kl.controller == "fixed"
         and not has_dropout(sampler)
     )
 
@@ -108,6 +115,7 @@ def _pad_cat(tensors: list[torch.Tensor], value: int, left: bool) -> torch.Tenso
 
 
 def _concat(parts: list[_Sampled], pad_id: int) -> _Sampled:
+    baselines = [p.baselines for p in parts if p.baselines is not None]
     return _Sampled(
         sequences=SequenceBatch(
             prompt_ids=_pad_cat([p.sequences.prompt_ids for p in parts], pad_id, left=True),
@@ -118,7 +126,46 @@ def _concat(parts: list[_Sampled], pad_id: int) -> _Sampled:
         correct=torch.cat([p.correct for p in parts]),
         truncated=torch.cat([p.truncated for p in parts]),
         scores=torch.cat([p.scores for p in parts]),
+        baselines=torch.cat(baselines) if baselines else None,
     )
+
+
+def grade(
+    cfg: RLConfig, task: TaskData, texts: list[str], answers: list[str], lengths: torch.Tensor, truncated: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The verifier's verdicts and the outcome rewards of ``texts``: (correct (N,) bool, scores (N,)).
+
+    A verifier that returns None cannot score that response: it counts as incorrect and its reward is
+    NaN unless another reward function scores it.
+    """
+    verdicts = [task.verifier(text, answer) for text, answer in zip(texts, answers, strict=True)]
+    device = lengths.device
+    correct = torch.tensor([bool(v) for v in verdicts], device=device)
+    scorable = torch.tensor([v is not None for v in verdicts], device=device)
+    return correct, outcome_scores(cfg, correct, lengths, truncated, scorable)
+
+
+def _greedy_baselines(
+    cfg: RLConfig,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    task: TaskData,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    answers: list[str],
+) -> torch.Tensor:
+    """ReMax's baseline: the reward of one greedy response per prompt, (P,), for prompts (P, T_prompt)."""
+    result = generate(
+        model,
+        prompt_ids,
+        prompt_mask,
+        cfg.rollout.max_new_tokens,
+        tokenizer.eos_token_id,
+        tokenizer.pad_token_id,
+        greedy=True,
+    )
+    texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
+    return grade(cfg, task, texts, answers, result.lengths, result.truncated)[1]
 
 
 def _sample_round(
@@ -134,6 +181,11 @@ def _sample_round(
     problems = task.sample_train(prompts, seed)
     prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in problems], chat)
     device = next(model.parameters()).device
+    baselines = None
+    if cfg.advantage.estimator == "remax":
+        answers = [p.answer for p in problems]
+        greedy = _greedy_baselines(cfg, model, tokenizer, task, prompt_ids.to(device), prompt_mask.to(device), answers)
+        baselines = greedy.repeat_interleave(group)
     prompt_ids = prompt_ids.repeat_interleave(group, dim=0).to(device)  # (P*G, T_prompt), group by group
     prompt_mask = prompt_mask.repeat_interleave(group, dim=0).to(device)
     generator = torch.Generator(device).manual_seed(seed)
@@ -150,13 +202,13 @@ def _sample_round(
     )
     texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
     answers = [p.answer for p in problems for _ in range(group)]
-    correct = torch.tensor([task.verifier(t, a) for t, a in zip(texts, answers, strict=True)], device=device)
-    scores = outcome_scores(cfg, correct, result.lengths)
+    correct, scores = grade(cfg, task, texts, answers, result.lengths, result.truncated)
     return _Sampled(
         SequenceBatch(prompt_ids, prompt_mask, result.response_ids, result.response_mask),
         correct,
         result.truncated,
         scores,
+        baselines,
     )
 
 
@@ -226,10 +278,12 @@ def collect_rollout(
     chat: bool,
     reference: PreTrainedModel | None = None,
     critic: PreTrainedModel | None = None,
+    learner: PreTrainedModel | None = None,
 ) -> RolloutBatch:
     """Sample, grade and score one rollout batch with ``sampler`` as π_old.
 
-    Metrics describe every response generated this step (all rounds); the batch holds the kept
+    Under ``rollout.correction``, π_old is instead ``learner`` (the policy about to be updated) and the
+    sampler's log-probabilities go to the correction weights. Metrics describe every response generated this step (all rounds); the batch holds the kept
     groups only: the first P informative groups under dynamic sampling, all P groups otherwise.
     """
     group, wanted = cfg.rollout.group_size, cfg.rollout.prompts_per_step
@@ -272,7 +326,7 @@ def collect_rollout(
 
     batch = _concat(kept, tokenizer.pad_token_id)
     rows = torch.arange(min(kept_groups, wanted) * group, device=batch.correct.device)
-    return _score_rollout(cfg, batch.rows(rows), sampler, reference, critic, metrics, step_seed)
+    return _score_rollout(cfg, batch.rows(rows), sampler, reference, critic, metrics, step_seed, learner)
 
 
 def _score_rollout(
@@ -283,6 +337,7 @@ def _score_rollout(
     critic: PreTrainedModel | None,
     metrics: dict[str, float],
     step_seed: int,
+    learner: PreTrainedModel | None = None,
 ) -> RolloutBatch:
     """π_old and π_ref log-probabilities, values, per-token rewards and advantages of the kept rows."""
     mask = batch.sequences.response_mask.float()
@@ -296,12 +351,20 @@ def _score_rollout(
         if update_gives_old_logprobs(cfg, sampler)
         else response_logprobs(sampler, batch.sequences, cfg.rollout.temperature)[0]
     )
+    sampler_logprobs = None
+    if cfg.rollout.correction != "none":
+        if learner is None:
+            raise ValueError("rollout.correction needs the learner's policy to score pi_old")
+        was_training = learner.training
+        sampler_logprobs = old_logprobs * mask
+        old_logprobs = response_logprobs(learner.eval(), batch.sequences, cfg.rollout.temperature)[0]
+        learner.train(was_training)
     ref_logprobs = (
         response_logprobs(reference, batch.sequences, cfg.rollout.temperature)[0] if reference is not None else None
     )
     values = response_values(critic, batch.sequences) * mask if critic is not None else None
     rewards = token_rewards(cfg, batch.scores, mask, old_logprobs, ref_logprobs)
-    estimate = compute_advantages(cfg.advantage, rewards, mask, cfg.rollout.group_size, values)
+    estimate = compute_advantages(cfg.advantage, rewards, mask, cfg.rollout.group_size, values, batch.baselines)
     if values is not None:
         monte_carlo = discounted_returns(rewards, mask, cfg.advantage.gamma)
         metrics = {**metrics, **critic_metrics(values, estimate.returns, monte_carlo, mask)}
@@ -312,6 +375,7 @@ def _score_rollout(
         scores=batch.scores,
         old_logprobs=old_logprobs * mask if old_logprobs is not None else None,
         advantages=estimate.advantages,
+        sampler_logprobs=sampler_logprobs,
         returns=estimate.returns,
         old_values=values,
         ref_logprobs=ref_logprobs * mask if ref_logprobs is not None else None,

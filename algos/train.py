@@ -45,6 +45,7 @@ from algos.advantages import discounted_returns
 from algos.checkpoint import Checkpoint, save_checkpoint
 from algos.config import RLConfig
 from algos.guardrails import warn_about
+from algos.kl_control import adapted_coef, measured_kl, with_coef
 from algos.models import ModelNotFoundError, load_critic, load_policy, load_tokenizer, uses_chat_template
 from algos.presets import ConfigError, config_to_dict, flatten, load_config
 from algos.provenance import run_tags
@@ -251,6 +252,8 @@ def train(
     reference = None
     if cfg.kl.coef > 0:
         reference = accelerator.prepare(load_policy(cfg.model)).eval().requires_grad_(False)
+        learner.reference = reference
+    kl_coef = state.get("kl_coef", cfg.kl.coef)
     stale = _StalePolicy(policy, cfg.rollout.policy_staleness, state.get("snapshots"))
     if resumed:
         optimizer.load_state_dict(state["optimizer"])
@@ -281,6 +284,7 @@ def train(
                 "snapshots": list(stale.snapshots),
                 "train_seconds": train_seconds,
                 "samples_generated": samples_generated,
+                "kl_coef": kl_coef,
                 "tracker_run_id": tracker.run_id,
             },
         )
@@ -313,13 +317,19 @@ def train(
             step_seed = derive_seed(cfg.seed, "step", step)
             for group in optimizer.param_groups:
                 group["lr"] = cfg.optim.lr * warmup_factor(step, cfg.optim.lr_warmup_steps)
+            step_cfg = with_coef(cfg, kl_coef) if cfg.kl.controller == "adaptive" else cfg
             batch = collect_rollout(
-                cfg, step_seed, stale.current_sampler(), tokenizer, task, chat, reference, learner.critic
+                step_cfg, step_seed, stale.current_sampler(), tokenizer, task, chat, reference, learner.critic, policy
             )
             update_started = time.perf_counter()
             samples_generated += int(batch.metrics["rollout/samples_generated"])
             metrics = {**batch.metrics, "rollout/samples_generated_total": float(samples_generated)}
-            metrics.update(update(cfg, batch, learner, accelerator, step_seed, stale.record_update))
+            metrics.update(update(step_cfg, batch, learner, accelerator, step_seed, stale.record_update))
+            if cfg.kl.controller == "adaptive" and batch.size:
+                mask = batch.sequences.response_mask.float()
+                kl_now = measured_kl(cfg, batch.old_logprobs, batch.ref_logprobs, mask)
+                metrics.update({"actor/kl_coef": kl_coef, "rollout/kl_ref": kl_now})
+                kl_coef = adapted_coef(kl_coef, kl_now, cfg.kl.target, cfg.kl.horizon, batch.size)
             update_seconds = time.perf_counter() - update_started
             trained_tokens = batch.sequences.tokens * cfg.optim.epochs
             train_seconds += time.perf_counter() - step_started

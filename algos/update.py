@@ -19,10 +19,12 @@ from accelerate import Accelerator
 from transformers import PreTrainedModel
 
 from algos.config import RLConfig
+from algos.kl import full_kl
+from algos.logprobs import entropy_from_logits, token_logprobs
 from algos.loss import LossInputs, compose_loss, mini_batch_denominators
 from algos.rollout import RolloutBatch
 from algos.seeding import derive_seed
-from algos.sequences import response_logprobs, response_values
+from algos.sequences import SequenceBatch, response_logits, response_logprobs, response_values
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +36,16 @@ ADDITIVE_METRICS = frozenset(
 
 @dataclass
 class Learner:
-    """The trainable models and their optimizers; the critic pair is None without a value model."""
+    """The trainable models and their optimizers; the critic pair is None without a value model.
+
+    reference: the frozen reference policy, read by the update only for the exact KL (``kl.estimator=full``).
+    """
 
     policy: PreTrainedModel
     optimizer: torch.optim.Optimizer
     critic: PreTrainedModel | None = None
     critic_optimizer: torch.optim.Optimizer | None = None
+    reference: PreTrainedModel | None = None
 
 
 def warmup_factor(step: int, warmup_steps: int) -> float:
@@ -102,11 +108,15 @@ def _loss_inputs(
     width = int(batch.sequences.response_mask[rows].sum(dim=-1).max())  # this pass's longest response
     sequences = batch.sequences.rows(rows).trimmed(width)
     wants_entropy_grad = cfg.policy_loss.entropy_coef > 0
+    exact_kl = None
     if critic_only:
         logprobs, entropy = batch.old_logprobs[rows, :width], None
+    elif cfg.kl_in_loss and cfg.kl.estimator == "full":
+        logprobs, entropy, exact_kl = _logprobs_with_full_kl(cfg, learner, sequences)
     else:
         logprobs, entropy = response_logprobs(learner.policy, sequences, cfg.rollout.temperature, with_entropy=True)
-        entropy = entropy if wants_entropy_grad else entropy.detach()
+    if entropy is not None and not wants_entropy_grad:
+        entropy = entropy.detach()
 
     def per_token(values: torch.Tensor | None) -> torch.Tensor | None:
         return values[rows, :width] if values is not None else None
@@ -126,7 +136,24 @@ def _loss_inputs(
         values=response_values(learner.critic, sequences) if learner.critic is not None else None,
         old_values=per_token(batch.old_values),
         returns=per_token(batch.returns),
+        sampler_logprobs=per_token(batch.sampler_logprobs),
+        full_kl=exact_kl,
     )
+
+
+def _logprobs_with_full_kl(
+    cfg: RLConfig, learner: Learner, sequences: SequenceBatch
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Log-probabilities, entropies and the exact per-token KL to the reference, all (B, T), from one policy pass."""
+    if learner.reference is None:
+        raise ValueError("kl.estimator=full needs the reference policy in the learner")
+    logits = response_logits(learner.policy, sequences) / cfg.rollout.temperature  # (B, T, V)
+    with torch.no_grad():
+        reference = torch.log_softmax(
+            response_logits(learner.reference, sequences).float() / cfg.rollout.temperature, -1
+        )
+    exact = full_kl(torch.log_softmax(logits.float(), dim=-1), reference)
+    return token_logprobs(logits, sequences.response_ids), entropy_from_logits(logits), exact
 
 
 def update(
@@ -151,6 +178,7 @@ def update(
     updates: list[dict[str, float]] = []
     token_values: dict[str, list[torch.Tensor]] = defaultdict(list)
     lengths = batch.sequences.response_mask.sum(dim=-1)  # (B,)
+    token_draws = torch.Generator().manual_seed(derive_seed(step_seed, "token-draws"))  # Clip-Cov's choices
     for epoch in range(cfg.optim.epochs):
         generator = torch.Generator().manual_seed(derive_seed(step_seed, "epoch", epoch))
         order = torch.randperm(batch.size, generator=generator).to(batch.correct.device)
@@ -161,7 +189,8 @@ def update(
             micro_metrics, finite = [], True
             for micro in _micro_batches(cfg, rows, lengths):
                 with accelerator.autocast():
-                    output = compose_loss(cfg, _loss_inputs(cfg, batch, micro, learner, critic_only), denominators)
+                    inputs = _loss_inputs(cfg, batch, micro, learner, critic_only)
+                    output = compose_loss(cfg, inputs, denominators, token_draws)
                 finite = finite and bool(torch.isfinite(output.total))
                 if finite:
                     accelerator.backward(output.total if not critic_only else output.value)

@@ -10,7 +10,8 @@ from algos.presets import ConfigError, diff_from_base, load_config
 def test_shipped_specs_read_with_the_papers_rows_and_numbers():
     assert available_specs() == ["dapo_table1", "dr_grpo_bias", "gepo_staleness", "presets", "vapo_table1"]
     assert [r.preset for r in read_spec("presets").rows] == [
-        "ppo", "grpo", "dr_grpo", "dapo", "vapo", "gspo", "gepo", "rloo", "reinforce_pp"
+        "ppo", "grpo", "dr_grpo", "dapo", "vapo", "gspo", "gepo", "rloo", "reinforce_pp",
+        "cispo", "sapo", "gmpo", "gpg", "remax", "opo", "lite_ppo",
     ]  # fmt: skip
     dapo = read_spec("dapo_table1")
     assert dapo.kind == "cumulative" and [r.paper for r in dapo.rows] == [30, 36, 38, 41, 42, 50]

@@ -70,7 +70,7 @@ BAD_INPUTS = [
     (["policy_loss.clip_eps_hi=0.3"], "did you mean 'policy_loss.clip_eps_high'"),
     (["policy_loss.ratio_level=tok"], "valid choices: 'token', 'sequence'"),
     (["policy_loss.aggregation=mean"], "'policy_loss.aggregation' = 'mean' is not a valid choice"),
-    (["kl.estimator=k4"], "'kl.estimator' = 'k4' is not a valid choice; valid choices: 'k1', 'k2' or 'k3'"),
+    (["kl.estimator=k4"], "'kl.estimator' = 'k4' is not a valid choice; valid choices: 'k1', 'k2', 'k3', 'abs', 'k1+', 'k3+' or 'full'"),
     (["kl.coef=-1"], "'kl.coef' = -1: Input should be greater than or equal to 0"),
     (["kl.coef=abc"], "'kl.coef' = 'abc'"),
     (["kl=3"], "'kl' in override 'kl=3' is a section"),

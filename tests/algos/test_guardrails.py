@@ -12,8 +12,11 @@ def fired(cfg, caplog, **kwargs):
     return " ".join(messages)
 
 
+NEW_PRESETS = ("cispo", "sapo", "gmpo", "gpg", "remax", "opo", "lite_ppo")
+
+
 def test_paper_presets_fire_nothing(caplog):
-    for name in ("ppo", "grpo", "dr_grpo", "dapo", "vapo", "gspo", "gepo", "rloo", "reinforce_pp"):
+    for name in ("ppo", "grpo", "dr_grpo", "dapo", "vapo", "gspo", "gepo", "rloo", "reinforce_pp", *NEW_PRESETS):
         assert fired(load_config(name), caplog) == ""
 
 
