@@ -8,6 +8,7 @@ so ``token_rewards.sum(-1)`` is the scalar reward R_i. Every returned advantage 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -55,9 +56,19 @@ class GroupStats:
 
 def group_stats(scores: torch.Tensor, groups: Groups) -> GroupStats:
     """Statistics of each row's group, ignoring NaN (unscorable) rewards: scores (B,) -> :class:`GroupStats`."""
+    scorable = ~torch.isnan(scores)
+    if isinstance(groups, int) and bool(scorable.all()):  # the contiguous layout: torch's own reductions
+        group_index(groups, scores.numel())  # raises unless the rows split into groups of this size
+        grouped = scores.view(-1, groups)  # (P, G)
+        repeat = functools.partial(torch.Tensor.repeat_interleave, repeats=groups)
+        return GroupStats(
+            count=torch.full_like(scores, float(groups)),
+            total=repeat(grouped.sum(dim=1)),
+            mean=repeat(grouped.mean(dim=1)),
+            std=repeat(grouped.std(dim=1)),
+        )
     ids = group_index(groups, scores.numel(), scores.device)
     _, ids = ids.unique(return_inverse=True)  # compact ids 0 .. P-1
-    scorable = ~torch.isnan(scores)
     values = torch.where(scorable, scores, torch.zeros_like(scores))
     size = int(ids.max()) + 1 if ids.numel() else 0
 

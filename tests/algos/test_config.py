@@ -66,7 +66,7 @@ def test_config_is_frozen():
 
 
 BAD_INPUTS = [
-    (["--preset", "dappo"], "unknown preset 'dappo'; valid presets: dapo"),
+    (["--preset", "dappo"], "unknown preset 'dappo'; valid presets: cispo, dapo"),
     (["policy_loss.clip_eps_hi=0.3"], "did you mean 'policy_loss.clip_eps_high'"),
     (["policy_loss.ratio_level=tok"], "valid choices: 'token', 'sequence'"),
     (["policy_loss.aggregation=mean"], "'policy_loss.aggregation' = 'mean' is not a valid choice"),
