@@ -84,19 +84,24 @@ def batch():
     return mask, old, logprobs, torch.randn(B), ref, torch.rand(B, T) * 2
 
 
-def trl_loss(batch, sampler=None, importance=None, **settings):
-    mask, old, logprobs, advantages, ref, entropy = batch
-    trainer = StandIn(logprobs, entropy, **settings)
-    inputs = {
+def trainer_inputs(mask, advantages, **tensors):
+    """The batch a TRL trainer's loss reads: dummy prompt and completion ids, the mask and ``tensors``."""
+    return {
         "prompt_ids": torch.zeros(B, 2, dtype=torch.long),
         "prompt_mask": torch.ones(B, 2, dtype=torch.long),
         "completion_ids": torch.zeros(B, T, dtype=torch.long),
         "completion_mask": mask,
         "advantages": advantages,
-        "old_per_token_logps": old,
-        "ref_per_token_logps": ref,
-        "num_items_in_batch": mask.sum(),
+        **tensors,
     }
+
+
+def trl_loss(batch, sampler=None, importance=None, **settings):
+    mask, old, logprobs, advantages, ref, entropy = batch
+    trainer = StandIn(logprobs, entropy, **settings)
+    inputs = trainer_inputs(
+        mask, advantages, old_per_token_logps=old, ref_per_token_logps=ref, num_items_in_batch=mask.sum()
+    )
     if sampler is not None:
         inputs["sampling_per_token_logps"] = sampler
     if importance is not None:
@@ -228,14 +233,7 @@ class RLOOStandIn(StandIn):
 def test_rloo_loss(batch):
     mask, old, logprobs, advantages, _, _ = batch
     old = logprobs.detach() + 0.05 * torch.randn(B, T)  # summed log-ratios stay near 0, as in training
-    inputs = {
-        "prompt_ids": torch.zeros(B, 2, dtype=torch.long),
-        "prompt_mask": torch.ones(B, 2, dtype=torch.long),
-        "completion_ids": torch.zeros(B, T, dtype=torch.long),
-        "completion_mask": mask,
-        "advantages": advantages,
-        "old_logps": (old * mask).sum(-1),
-    }
+    inputs = trainer_inputs(mask, advantages, old_logps=(old * mask).sum(-1))
     theirs = rloo_trainer.RLOOTrainer._compute_loss(RLOOStandIn(logprobs), None, inputs)
     mine = our_loss((mask, old, logprobs, advantages, batch[4], batch[5]), ["policy_loss.ratio_level=sequence_sum"])
     assert_same(mine, theirs, logprobs)
