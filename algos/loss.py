@@ -40,6 +40,7 @@ class LossInputs:
     (B,) GEPO's Ê_q[q]. values (with gradient), old_values, returns: critic tensors, needed with a
     critic. sampler_logprobs: log-probabilities of a stale sampler under rollout correction.
     full_kl: exact per-token KL to π_ref (with gradient), needed for ``kl.estimator=full``.
+    token_draws: the random stream of objectives that draw tokens (Clip-Cov).
     """
 
     logprobs: torch.Tensor
@@ -56,6 +57,7 @@ class LossInputs:
     returns: torch.Tensor | None = None
     sampler_logprobs: torch.Tensor | None = None
     full_kl: torch.Tensor | None = None
+    token_draws: torch.Generator | None = None
 
 
 @dataclass(frozen=True)
@@ -160,19 +162,14 @@ def _correction(cfg: RLConfig, batch: LossInputs, loss_mask: torch.Tensor) -> to
     )
 
 
-def compose_loss(
-    cfg: RLConfig, batch: LossInputs, denominators: Denominators, generator: torch.Generator | None = None
-) -> LossOutput:
-    """Loss of one micro-batch; summing it over a mini-batch's micro-batches gives the mini-batch loss.
-
-    generator: the random stream of objectives that draw tokens (Clip-Cov).
-    """
+def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -> LossOutput:
+    """Loss of one micro-batch; summing it over a mini-batch's micro-batches gives the mini-batch loss."""
     pl = cfg.policy_loss
     loss_mask = policy_mask(cfg, batch.mask, batch.truncated)
     ratio = importance_ratio(pl.ratio_level, batch.logprobs, batch.old_logprobs, loss_mask, batch.group_expectation)
     vespo_correction = _correction(cfg, batch, loss_mask) if _corrects(cfg, batch) and pl.objective == "vespo" else None
     per_token, stats = policy_objective(
-        pl, batch.logprobs, batch.old_logprobs, ratio, batch.advantages, loss_mask, generator, vespo_correction
+        pl, batch.logprobs, batch.old_logprobs, ratio, batch.advantages, loss_mask, batch.token_draws, vespo_correction
     )
     multipliers = loss_multipliers(cfg, batch, loss_mask)
     if multipliers is not None:

@@ -103,7 +103,12 @@ def _optimizer_step(
 
 
 def _loss_inputs(
-    cfg: RLConfig, batch: RolloutBatch, rows: torch.Tensor, learner: Learner, critic_only: bool
+    cfg: RLConfig,
+    batch: RolloutBatch,
+    rows: torch.Tensor,
+    learner: Learner,
+    critic_only: bool,
+    token_draws: torch.Generator | None = None,
 ) -> LossInputs:
     width = int(batch.sequences.response_mask[rows].sum(dim=-1).max())  # this pass's longest response
     sequences = batch.sequences.rows(rows).trimmed(width)
@@ -138,6 +143,7 @@ def _loss_inputs(
         returns=per_token(batch.returns),
         sampler_logprobs=per_token(batch.sampler_logprobs),
         full_kl=exact_kl,
+        token_draws=token_draws,
     )
 
 
@@ -189,8 +195,8 @@ def update(
             micro_metrics, finite = [], True
             for micro in _micro_batches(cfg, rows, lengths):
                 with accelerator.autocast():
-                    inputs = _loss_inputs(cfg, batch, micro, learner, critic_only)
-                    output = compose_loss(cfg, inputs, denominators, token_draws)
+                    inputs = _loss_inputs(cfg, batch, micro, learner, critic_only, token_draws)
+                    output = compose_loss(cfg, inputs, denominators)
                 finite = finite and bool(torch.isfinite(output.total))
                 if finite:
                     accelerator.backward(output.total if not critic_only else output.value)

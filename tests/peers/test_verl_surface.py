@@ -79,10 +79,9 @@ def ours(overrides, mask, old, logprobs, advantages, generator=None):
         mask=mask,
         truncated=torch.zeros(B, dtype=torch.bool),
         correct=torch.zeros(B, dtype=torch.bool),
+        token_draws=generator,
     )
-    return compose_loss(
-        cfg, inputs, mini_batch_denominators(cfg, mask, inputs.truncated, inputs.correct), generator
-    ).total
+    return compose_loss(cfg, inputs, mini_batch_denominators(cfg, mask, inputs.truncated, inputs.correct)).total
 
 
 def assert_same(mine, theirs, logprobs):
