@@ -209,7 +209,7 @@ def _nan_std(values: torch.Tensor) -> torch.Tensor:
 def _group_advantages(
     cfg: AdvantageConfig, scores: torch.Tensor, groups: Groups, lengths: torch.Tensor
 ) -> torch.Tensor:
-    """Group estimator with its std scaling: scores (B,) -> (B,); NaN where a row cannot be scored."""
+    """Group estimator with its group std scaling: scores (B,) -> (B,); NaN where a row cannot be scored."""
     if cfg.estimator == "rloo":
         advantages = rloo_advantage(scores, groups)
     elif cfg.estimator == "opo":
@@ -229,8 +229,6 @@ def _group_advantages(
     if cfg.std_scaling in ("group", "group_batch_whiten"):
         std = torch.where(singleton, torch.ones_like(stats.std), stats.std)
         return advantages / (std + cfg.std_eps)
-    if cfg.std_scaling == "batch":
-        return advantages / (_nan_std(scores) + cfg.std_eps)
     return advantages
 
 
@@ -274,11 +272,11 @@ def compute_advantages(
             if baselines is None:
                 raise ValueError("estimator 'remax' needs the greedy responses' rewards as baselines")
             per_sequence = scores - baselines
-            if cfg.std_scaling == "batch":
-                per_sequence = per_sequence / (_nan_std(scores) + cfg.std_eps)
         else:
             per_sequence = _group_advantages(cfg, scores, groups, mask.sum(dim=-1))
-        if cfg.std_scaling == "batch_normalize":
+        if cfg.std_scaling == "batch":
+            per_sequence = per_sequence / (_nan_std(scores) + cfg.std_eps)
+        elif cfg.std_scaling == "batch_normalize":
             per_sequence = (per_sequence - per_sequence.nanmean()) / (_nan_std(per_sequence) + cfg.std_eps)
         per_sequence = torch.nan_to_num(per_sequence, nan=0.0)  # (B,)
         result = Advantages(per_sequence.unsqueeze(-1) * mask)

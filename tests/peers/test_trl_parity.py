@@ -23,12 +23,7 @@ from algos.presets import load_config  # noqa: E402
 
 TOL = {"atol": 1e-6, "rtol": 1e-6}
 B, T, MAX_TOKENS = 16, 10, 32
-AGGREGATION = {
-    "grpo": "seq_mean_token_mean",
-    "bnpo": "token_mean",
-    "dapo": "token_mean",
-    "dr_grpo": "seq_mean_token_sum_norm",
-}
+AGGREGATION = {"grpo": "seq_mean_token_mean", "bnpo": "token_mean", "dapo": "token_mean", "dr_grpo": "seq_mean_token_sum_norm"}
 
 
 class StandInTrainer:
@@ -64,13 +59,9 @@ def batch():
 def trl_loss(loss_type, level, beta, eps_high, mask, old, logprobs, advantages, ref):
     trainer = StandInTrainer(logprobs, loss_type, level, beta, 0.2, eps_high)
     inputs = {
-        "prompt_ids": torch.zeros(B, 2, dtype=torch.long),
-        "prompt_mask": torch.ones(B, 2, dtype=torch.long),
-        "completion_ids": torch.zeros(B, T, dtype=torch.long),
-        "completion_mask": mask,
-        "advantages": advantages,
-        "old_per_token_logps": old,
-        "ref_per_token_logps": ref,
+        "prompt_ids": torch.zeros(B, 2, dtype=torch.long), "prompt_mask": torch.ones(B, 2, dtype=torch.long),
+        "completion_ids": torch.zeros(B, T, dtype=torch.long), "completion_mask": mask,
+        "advantages": advantages, "old_per_token_logps": old, "ref_per_token_logps": ref,
         "num_items_in_batch": mask.sum(),
     }
     return grpo_trainer.GRPOTrainer._compute_loss(trainer, None, inputs), trainer._metrics["train"]
@@ -82,23 +73,13 @@ def trl_loss(loss_type, level, beta, eps_high, mask, old, logprobs, advantages, 
 def test_grpo_loss(loss_type, level, beta):
     mask, old, logprobs, advantages, ref = batch()
     theirs, metrics = trl_loss(loss_type, level, beta, 0.28, mask, old, logprobs, advantages, ref)
-    cfg = load_config(
-        overrides=[
-            f"policy_loss.aggregation={AGGREGATION[loss_type]}",
-            f"policy_loss.ratio_level={level}",
-            "policy_loss.clip_eps_high=0.28",
-            f"kl.coef={beta}",
-            f"rollout.max_new_tokens={MAX_TOKENS}",
-        ]
-    )
+    cfg = load_config(overrides=[
+        f"policy_loss.aggregation={AGGREGATION[loss_type]}", f"policy_loss.ratio_level={level}",
+        "policy_loss.clip_eps_high=0.28", f"kl.coef={beta}", f"rollout.max_new_tokens={MAX_TOKENS}",
+    ])
     inputs = LossInputs(
-        logprobs=logprobs,
-        old_logprobs=old,
-        advantages=advantages.unsqueeze(-1) * mask,
-        mask=mask,
-        truncated=torch.zeros(B, dtype=torch.bool),
-        correct=torch.zeros(B, dtype=torch.bool),
-        ref_logprobs=ref,
+        logprobs=logprobs, old_logprobs=old, advantages=advantages.unsqueeze(-1) * mask, mask=mask,
+        truncated=torch.zeros(B, dtype=torch.bool), correct=torch.zeros(B, dtype=torch.bool), ref_logprobs=ref,
     )
     out = compose_loss(cfg, inputs, mini_batch_denominators(cfg, mask, inputs.truncated, inputs.correct))
     assert_close(out.total, theirs, **TOL)

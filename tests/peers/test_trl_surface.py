@@ -6,7 +6,6 @@ the vLLM importance-sampling ratio is the rollout-correction weight of a stale s
 (rollout.correction); TRL's RLOO loss is ratio_level=sequence_sum with a mean over sequences.
 """
 
-import collections
 import types
 
 import pytest
@@ -21,37 +20,20 @@ rloo_trainer = import_peer("trl.trainer.rloo_trainer")
 from algos.loss import LossInputs, compose_loss, mini_batch_denominators  # noqa: E402
 from algos.presets import load_config  # noqa: E402
 from algos.token_masks import correction_weights  # noqa: E402
+from tests.peers.test_trl_parity import MAX_TOKENS, StandInTrainer  # noqa: E402
 
 TOL = {"atol": 1e-6, "rtol": 1e-6}
-B, T, MAX_TOKENS = 16, 10, 32
+B, T = 16, 10
 
 
-def accelerator():
-    return types.SimpleNamespace(
-        num_processes=1,
-        gather=lambda x: x,
-        reduce=lambda x, reduction: x,
-        gather_for_metrics=lambda x: x,
-        pad_across_processes=lambda x, dim, pad_index: x,
-        sync_gradients=True,
-    )
-
-
-class StandIn:
-    """The attributes a TRL trainer's ``_compute_loss`` reads; its forward pass returns the test's tensors."""
+class StandIn(StandInTrainer):
+    """The parity tests' stand-in trainer with fixed entropies, the loss variants' settings and ``settings``."""
 
     def __init__(self, logprobs, entropy, **settings):
-        self.logprobs, self.entropy = logprobs, entropy
-        self.loss_type, self.importance_sampling_level, self.beta = "grpo", "token", 0.0
-        self.epsilon_low, self.epsilon_high = 0.2, 0.2
-        self.top_entropy_quantile, self.off_policy_mask_threshold = 1.0, None
-        self.use_vllm, self.vllm_importance_sampling_correction = False, False
-        self.aux_loss_enabled, self._entropy_bonus_enabled = False, False
-        self.max_completion_length, self.current_gradient_accumulation_steps = MAX_TOKENS, 1
+        super().__init__(logprobs, "grpo", "token", 0.0, 0.2, 0.2)
+        self.entropy = entropy
         self.args = types.SimpleNamespace(
-            delta=None,
-            use_bias_correction_kl=False,
-            steps_per_generation=1,
+            **vars(self.args),
             sapo_temperature_pos=1.0,
             sapo_temperature_neg=1.05,
             vespo_k_pos=2.0,
@@ -59,9 +41,9 @@ class StandIn:
             vespo_k_neg=3.0,
             vespo_lambda_neg=2.0,
         )
-        self.model = types.SimpleNamespace(training=True)
-        self.accelerator = accelerator()
-        self._metrics = collections.defaultdict(lambda: collections.defaultdict(list))
+        self.accelerator = types.SimpleNamespace(
+            **vars(self.accelerator), pad_across_processes=lambda x, dim, pad_index: x, sync_gradients=True
+        )
         for key, value in settings.items():
             setattr(self, key, value)
 

@@ -51,9 +51,7 @@ def rollout():
 @pytest.mark.parametrize("scale", [True, False])
 def test_grpo_advantage(rollout, scale):
     mask, rewards, index = rollout
-    theirs, _ = core_algos.compute_grpo_outcome_advantage(
-        rewards, mask, index, epsilon=1e-6, norm_adv_by_std_in_grpo=scale
-    )
+    theirs, _ = core_algos.compute_grpo_outcome_advantage(rewards, mask, index, epsilon=1e-6, norm_adv_by_std_in_grpo=scale)
     cfg = AdvantageConfig(std_scaling="group" if scale else "none", std_eps=1e-6)
     assert_close(compute_advantages(cfg, rewards, mask, G).advantages, theirs, **TOL)
 
@@ -67,9 +65,7 @@ def test_rloo_advantage(rollout):
 
 def test_reinforce_pp(rollout):
     mask, rewards, _ = rollout
-    theirs, _ = core_algos.compute_reinforce_plus_plus_outcome_advantage(
-        rewards, mask, config=types.SimpleNamespace(gamma=1.0)
-    )
+    theirs, _ = core_algos.compute_reinforce_plus_plus_outcome_advantage(rewards, mask, config=types.SimpleNamespace(gamma=1.0))
     cfg = AdvantageConfig(estimator="return", std_scaling="batch_whiten", std_eps=1e-8)
     assert_close(compute_advantages(cfg, rewards, mask, G).advantages, theirs, **TOL)
 
@@ -111,28 +107,16 @@ def policy_batch(mask):
 
 def verl_actor(mode, eps_low=0.2, eps_high=0.28):
     return ActorConfig(
-        strategy="fsdp",
-        rollout_n=G,
-        clip_ratio_low=eps_low,
-        clip_ratio_high=eps_high,
-        clip_ratio_c=3.0,
-        ppo_micro_batch_size_per_gpu=1,
-        ppo_mini_batch_size=P,
-        loss_agg_mode=VERL_AGG[mode],
+        strategy="fsdp", rollout_n=G, clip_ratio_low=eps_low, clip_ratio_high=eps_high, clip_ratio_c=3.0,
+        ppo_micro_batch_size_per_gpu=1, ppo_mini_batch_size=P, loss_agg_mode=VERL_AGG[mode],
     )
 
 
 def our_loss(preset, overrides, logprobs, old, advantages, mask):
-    cfg = load_config(
-        preset, overrides=[*overrides, f"rollout.max_new_tokens={T}", "policy_loss.seq_mean_denominator=nonempty"]
-    )
+    cfg = load_config(preset, overrides=[*overrides, f"rollout.max_new_tokens={T}", "policy_loss.seq_mean_denominator=nonempty"])
     batch = LossInputs(
-        logprobs=logprobs,
-        old_logprobs=old,
-        advantages=advantages,
-        mask=mask,
-        truncated=torch.zeros(P * G, dtype=torch.bool),
-        correct=torch.zeros(P * G, dtype=torch.bool),
+        logprobs=logprobs, old_logprobs=old, advantages=advantages, mask=mask,
+        truncated=torch.zeros(P * G, dtype=torch.bool), correct=torch.zeros(P * G, dtype=torch.bool),
     )
     return compose_loss(cfg, batch, mini_batch_denominators(cfg, mask, batch.truncated, batch.correct)).total
 
@@ -141,9 +125,7 @@ def our_loss(preset, overrides, logprobs, old, advantages, mask):
 def test_vanilla_policy_loss_with_dual_clip(rollout, mode):
     mask = rollout[0]
     logprobs, old, advantages = policy_batch(mask)
-    theirs, _ = core_algos.compute_policy_loss_vanilla(
-        old, logprobs, advantages, mask, VERL_AGG[mode], verl_actor(mode)
-    )
+    theirs, _ = core_algos.compute_policy_loss_vanilla(old, logprobs, advantages, mask, VERL_AGG[mode], verl_actor(mode))
     overrides = [f"policy_loss.aggregation={mode}", "policy_loss.clip_eps_high=0.28", "policy_loss.dual_clip_c=3"]
     ours = our_loss(None, overrides, logprobs, old, advantages, mask)
     assert_close(ours, theirs, **TOL)
@@ -164,9 +146,7 @@ def test_gspo_policy_loss(rollout):
     assert_close(sequence_level, theirs, **TOL)
 
 
-@pytest.mark.parametrize(
-    ("ours", "theirs", "clamp"), [("k1", "k1", None), ("k2", "k2", None), ("k3", "low_var_kl", 10.0)]
-)
+@pytest.mark.parametrize(("ours", "theirs", "clamp"), [("k1", "k1", None), ("k2", "k2", None), ("k3", "low_var_kl", 10.0)])
 def test_kl_estimators(ours, theirs, clamp):
     logprobs, ref = torch.randn(8, T) * 2, torch.randn(8, T) * 2
     assert_close(kl_estimate(logprobs, ref, ours, clamp), core_algos.kl_penalty(logprobs, ref, theirs), **TOL)
