@@ -29,12 +29,14 @@ rule ablations:
     input:
         [run for spec in config["ablations"]["specs"] for run in spec_runs(spec)],
         expand("results/reports/{spec}.html", spec=config["ablations"]["specs"]),
+        expand("results/reports/{spec}.mlflow.json", spec=config["ablations"]["specs"]),
 
 
 rule compare:
     """Every preset trained on the built-in task with every seed, side by side in one report."""
     input:
         "results/reports/presets.html",
+        "results/reports/presets.mlflow.json",
 
 
 rule sweep:

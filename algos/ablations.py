@@ -134,7 +134,8 @@ class AblationSpec:
             return load_config(row.preset, settings=row.settings)
         self.check_budget(budget)
         settings = {**budget.tuned_settings(row.preset), **row.settings}
-        return scale_steps(load_config(row.preset, settings=settings, overrides=budget.overrides), budget.step_scale)
+        scaled = scale_steps(load_config(row.preset, settings=settings, overrides=budget.overrides), budget.step_scale)
+        return scaled if budget.eval_points is None else with_eval_points(scaled, budget.eval_points)
 
     @functools.cached_property
     def _flat_configs(self) -> dict[str, dict[str, Any]]:
@@ -162,12 +163,14 @@ class Budget:
     on that preset starts from; the row's own changes still win. Overrides may only set keys on
     which a spec's rows agree (e.g. ``run.eval_problems``); step counts that rows set differently
     (critic pretraining: 50 in VAPO, 0 without it) are scaled instead, so a shorter campaign keeps
-    each row's proportions.
+    each row's proportions. ``eval_points`` (None keeps the scaled ``run.eval_every``) spaces that many
+    held-out evaluations evenly over each run, whatever its length, so its curves have that many points.
     """
 
     overrides: tuple[str, ...] = ()
     step_scale: float = 1.0
     tuned: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    eval_points: int | None = None
 
     def tuned_settings(self, preset: str) -> dict[str, Any]:
         """The checked settings tuned for ``preset`` (empty if none)."""
@@ -196,6 +199,17 @@ def scale_steps(cfg: RLConfig, factor: float) -> RLConfig:
     return dataclasses.replace(
         cfg, **{name: dataclasses.replace(getattr(cfg, name), **counts) for name, counts in sections.items()}
     )
+
+
+def with_eval_points(cfg: RLConfig, points: int) -> RLConfig:
+    """``cfg`` evaluating about ``points`` times (steps 0 and last included): ``run.eval_every`` = steps / (points - 1).
+
+    The interval is rounded and at least 1, so a run with fewer steps than ``points - 1`` evaluates at every step.
+    """
+    if points < 2:
+        raise ConfigError(f"ablations.eval_points must be at least 2 (the first and the last step), got {points}")
+    every = max(1, round(cfg.run.steps / (points - 1)))
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, eval_every=every))
 
 
 def available_specs(ablations_dir: Path = ABLATIONS_DIR) -> list[str]:
@@ -356,6 +370,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ablations-dir", type=Path, default=ABLATIONS_DIR, help="folder of spec files")
     parser.add_argument("--row", help="print this row's resolved config")
     parser.add_argument("--step-scale", type=float, default=1.0, help="campaign budget: times every step count")
+    parser.add_argument(
+        "--eval-points",
+        type=int,
+        help="campaign budget: held-out evaluations per run, evenly spaced (steps 0 and last)",
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="campaign budget override")
     parser.add_argument(
         "--tuned", action="append", default=[], metavar="PRESET:KEY=VALUE", help="a tuned value of one preset's rows"
@@ -365,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     for text in args.tuned:
         preset, _, setting = text.partition(":")
         tuned[preset] = (*tuned.get(preset, ()), setting)
-    budget = Budget(tuple(args.set), args.step_scale, tuned)
+    budget = Budget(tuple(args.set), args.step_scale, tuned, args.eval_points)
     try:
         if args.list or not args.spec:
             return list_specs(args.ablations_dir)

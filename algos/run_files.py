@@ -31,6 +31,12 @@ def write_json(path: Path, payload: Mapping[str, Any]) -> None:
     partial.replace(path)
 
 
+def tracker_run_id(out: Path) -> str | None:
+    """The tracking run (MLflow's run id) of the run in ``out``; None when it was not tracked or never started."""
+    path = out / RUN_FILE
+    return json.loads(path.read_text()).get("tracker_run_id") if path.exists() else None
+
+
 def write_config(out: Path, config: Mapping[str, Any]) -> None:
     partial = out / (CONFIG_FILE + ".partial")
     partial.write_text(yaml.safe_dump(dict(config), sort_keys=False))

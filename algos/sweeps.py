@@ -286,7 +286,7 @@ def run_slot(
         value = sum(values) / len(values)
         study.tell(trial, value)
     for run in runs:
-        tag_run(cfg.tracking, _tracker_run_id(run), {"optuna.trial": str(trial.number), "optuna.state": state})
+        tag_run(cfg.tracking, run_files.tracker_run_id(run), {"optuna.trial": str(trial.number), "optuna.state": state})
     record = {
         "sweep": spec.name,
         "slot": slot,
@@ -300,11 +300,6 @@ def run_slot(
     }
     run_files.write_json(slots / f"slot{slot}.json", record)
     return record
-
-
-def _tracker_run_id(run: Path) -> str | None:
-    path = run / run_files.RUN_FILE
-    return json.loads(path.read_text()).get("tracker_run_id") if path.exists() else None
 
 
 def as_overrides(params: Mapping[str, Any]) -> list[str]:

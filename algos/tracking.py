@@ -22,6 +22,9 @@ DEFAULT_URI = "sqlite:///mlflow.db"
 SQLITE_PREFIX = "sqlite:///"
 PARENT_TAG = "mlflow.parentRunId"  # the tag the MLflow UI nests runs by
 GROUP_TAG = "harness.parent_run"
+# Marks an experiment as model training rather than GenAI, for the MLflow UIs that choose their view by it.
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
 _PER_RUN_TAGS = ("seed", "config_hash")
 _MLFLOW_BATCH = 100  # MLflow's per-request limit on params and a safe chunk for metrics
 
@@ -74,7 +77,9 @@ class MLflowTracker:
             if run_id is None:
                 experiment = self.client.get_experiment_by_name(cfg.experiment)
                 experiment_id = (
-                    experiment.experiment_id if experiment else self.client.create_experiment(cfg.experiment)
+                    experiment.experiment_id
+                    if experiment
+                    else self.client.create_experiment(cfg.experiment, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
                 )
                 run_tags = dict(tags)
                 if cfg.parent_run:

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from algos.ablations import AblationSpec, Row, read_spec
+from algos.config import RunConfig
 from algos.presets import ConfigError
 from algos.run_files import CONFIG_FILE, FINAL_FILE, RUN_FILE
 from algos.sft import RECIPE_FILE
@@ -198,10 +199,36 @@ def provenance(spec: AblationSpec, results: list[RowResult]) -> dict[str, Any]:
         "packages": versions,
         "hardware": sorted({record.get("hardware", "unknown") for record in records}),
         "seeds": {result.row.id: len(result.runs) for result in results},
+        "held-out evaluation": evaluation_schedule(results),
         "training seconds (sum)": round(sum(final.get("perf/train_seconds_total", 0.0) for final in finals), 1),
         "run ids": [record["tracker_run_id"] for record in records if record.get("tracker_run_id")],
         "run directories": [str(run) for run in runs],
     }
+
+
+def row_figure_inputs(spec: AblationSpec, results: list[RowResult]) -> tuple[dict[str, list[Path]], dict[str, str]]:
+    """What ``figure_grid`` draws: row label -> its runs (rows that ran), and row label -> its compared row's label."""
+    runs = {result.row.label: list(result.runs) for result in results if result.runs}
+    compared = {row.label: spec.row(row.compare_to).label for row in spec.rows if row.compare_to}
+    return runs, compared
+
+
+def evaluation_schedule(results: list[RowResult]) -> list[str]:
+    """The held-out evaluations behind the curves, as the runs' configs set them (one line per distinct setting)."""
+    schedules = set()
+    for result in results:
+        for run in result.runs:
+            if not (run / CONFIG_FILE).is_file():
+                continue
+            settings = RunConfig(**yaml.safe_load((run / CONFIG_FILE).read_text()).get("run", {}))
+            steps, every = settings.steps, settings.eval_every
+            points = [0, *range(every, steps, every), steps] if every else [0, steps]
+            schedules.add(
+                f"{len(points)} evaluations over {steps} steps (every {every or steps}), "
+                f"{settings.eval_problems} problems each, {settings.final_eval_problems or settings.eval_problems} "
+                "at the last step"
+            )
+    return sorted(schedules)
 
 
 def base_model_table(results: list[RowResult]) -> Table | None:
@@ -315,7 +342,7 @@ def write_report(
             ),
         ],
         warnings=[*([spec_warning] if spec_warning else []), *endpoints.run_warnings(spec, runs_of)],
-        figures=extra_figures + figure_grid({result.row.label: list(result.runs) for result in results if result.runs}),
+        figures=extra_figures + figure_grid(*row_figure_inputs(spec, results)),
         origin={
             "spec file": {"path": str(spec.path), "sha256": digest},
             **provenance(spec, results),

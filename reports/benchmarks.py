@@ -14,7 +14,6 @@ Command line: ``python -m reports.benchmarks --eval results/eval --models base_m
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -27,7 +26,7 @@ from matplotlib.figure import Figure
 
 from eval.evaluate import METRICS_FILE, PROTOCOL_FILE
 from eval.suites import BOXED_TEMPLATE, headline_metric
-from reports.figures import DPI, FIGURE_SIZE_IN
+from reports.figures import DPI, FIGURE_SIZE_IN, png_bytes
 from reports.pages import Page, run_report, write_page
 
 TEMPLATE_NAMES = {BOXED_TEMPLATE: "boxed", "{problem}": "raw"}
@@ -113,7 +112,7 @@ def score_bars(scores: Mapping[tuple[str, str], Score]) -> bytes:
     """PNG of each benchmark's headline score (x) with one bar per model."""
     models = list(dict.fromkeys(model for model, _ in scores))
     benchmarks = list(dict.fromkeys(benchmark for _, benchmark in scores))
-    figure = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI, layout="tight")
+    figure = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI, layout="constrained")
     axes = figure.add_subplot()
     width = 0.8 / len(models)
     positions = np.arange(len(benchmarks))
@@ -125,10 +124,8 @@ def score_bars(scores: Mapping[tuple[str, str], Score]) -> bytes:
     axes.set_ylim(0, 100)
     axes.set_title("headline score per benchmark")
     axes.grid(alpha=0.3, axis="y")
-    axes.legend(fontsize="small")
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
+    figure.legend(loc="outside right upper", fontsize="small", frameon=False)
+    return png_bytes(figure)
 
 
 def collect(eval_dir: Path, models: Sequence[str], benchmarks: Sequence[str]) -> dict[tuple[str, str], Score]:

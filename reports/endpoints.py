@@ -28,10 +28,20 @@ from typing import Any
 import numpy as np
 import yaml
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from algos.ablations import AblationSpec, Endpoint, Row
 from algos.run_files import CONFIG_FILE, read_metrics
-from reports.figures import png_bytes, seed_curve
+from reports.figures import (
+    FIGURE_SIZE_IN,
+    PANEL_COLUMNS,
+    SeedCurve,
+    draw_row,
+    legend_below,
+    panel_grid,
+    png_bytes,
+    seed_curve,
+)
 from reports.stats import (
     MINUS,
     Comparison,
@@ -42,6 +52,8 @@ from reports.stats import (
     paired_comparison,
     seed_estimate,
 )
+
+WINDOW_COLOR = "tab:orange"
 
 
 @dataclass(frozen=True)
@@ -169,30 +181,27 @@ def endpoint_cells(spec: AblationSpec, results: Sequence[EndpointResult]) -> lis
 def endpoint_figure(
     spec: AblationSpec, results: Sequence[EndpointResult], runs_of: Mapping[str, Sequence[Path]]
 ) -> bytes | None:
-    """One panel per (row, endpoint): the row's and its compared row's curves (mean, min–max band), window shaded."""
+    """One panel per (row, endpoint): the row's curve over its compared row's (mean, min–max band), window shaded."""
     panels = [result for result in results if result.values]
     if not panels:
         return None
-    columns = min(3, len(panels))
-    rows = math.ceil(len(panels) / columns)
-    figure = Figure(figsize=(4.2 * columns, 3.0 * rows), dpi=100, layout="constrained")
+    figure, axes_list = panel_grid(len(panels), "Endpoints: each row over the row it is compared with", share_y=False)
     histories = {run: read_metrics(run) for runs in runs_of.values() for run in runs}
-    for index, result in enumerate(panels):
-        axes = figure.add_subplot(rows, columns, index + 1)
-        shown = [result.row] + ([spec.row(result.row.compare_to)] if result.row.compare_to else [])
-        for row in shown:
-            curve = seed_curve([histories[run] for run in runs_of.get(row.id, ())], result.endpoint.metric)
-            if curve is None:
-                continue
-            (line,) = axes.plot(curve.steps, curve.mean, label=f"{row.label} (n={curve.n_seeds})")
-            if curve.n_seeds > 1:
-                axes.fill_between(curve.steps, curve.low, curve.high, color=line.get_color(), alpha=0.2, linewidth=0)
-        axes.axvspan(result.window[0] - 0.5, result.window[1] + 0.5, color="grey", alpha=0.15, linewidth=0)
-        axes.set_title(f"{result.row.label}: {result.endpoint.metric}", fontsize="small")
-        axes.set_xlabel("step", fontsize="small")
-        axes.tick_params(labelsize="x-small")
-        axes.grid(alpha=0.3)
-        axes.legend(fontsize="x-small", loc="best")
+
+    def curve(row_id: str, metric: str) -> SeedCurve | None:
+        return seed_curve([histories[run] for run in runs_of.get(row_id, ())], metric)
+
+    for axes, result in zip(axes_list, panels, strict=True):
+        metric, row = result.endpoint.metric, result.row
+        mine = curve(row.id, metric)
+        reference = curve(row.compare_to, metric) if row.compare_to else None
+        if mine is not None:
+            draw_row(axes, mine, reference)
+        axes.axvspan(result.window[0] - 0.5, result.window[1] + 0.5, color=WINDOW_COLOR, alpha=0.15, linewidth=0)
+        axes.set_title(f"{row.label}\n{metric}", fontsize="x-small")
+    for axes in axes_list[-min(PANEL_COLUMNS, len(axes_list)) :]:
+        axes.set_xlabel("step", fontsize="x-small")
+    legend_below(figure, [(Patch(color=WINDOW_COLOR, alpha=0.15), "the endpoint's declared window")])
     return png_bytes(figure)
 
 
@@ -300,7 +309,7 @@ def accuracy_per_sample_figure(spec: AblationSpec, runs_of: Mapping[str, Sequenc
             curves[f"{spec.row(row_id).label} (n={len(histories)})"] = points
     if not curves:
         return None
-    figure = Figure(figsize=(6.0, 3.5), dpi=100, layout="constrained")
+    figure = Figure(figsize=FIGURE_SIZE_IN, dpi=100, layout="constrained")
     axes = figure.add_subplot()
     for label, points in curves.items():
         samples, values = zip(*points, strict=True)
@@ -309,7 +318,7 @@ def accuracy_per_sample_figure(spec: AblationSpec, runs_of: Mapping[str, Sequenc
     axes.set_ylabel(metric)
     axes.set_title(f"{metric} against responses generated (DAPO Fig. 6)")
     axes.grid(alpha=0.3)
-    axes.legend(fontsize="small")
+    figure.legend(loc="outside lower center", ncols=2, fontsize="x-small", frameon=False)
     return png_bytes(figure)
 
 

@@ -3,11 +3,14 @@
 The DAPO paper (Yu et al. 2025) argues for each component with a curve rather than a single number:
 held-out accuracy over training, entropy kept from collapsing by Clip-Higher, response length and the
 share of truncated responses under overlong shaping, and how often the low and high clips are active.
-``CURVES`` lists those metrics; ``figure_grid`` draws one figure per metric with one line per ablation row.
+``CURVES`` lists those metrics; ``figure_grid`` draws one figure per metric, made of small panels:
+one panel per ablation row, the row in colour over the row it is compared with in grey, all panels
+on one y scale. Each row's effect is read in its own panel, not picked out of ten overlaid curves.
 
 A row's line is the mean over its seeds at every step that all of its seeds logged, and a shaded band
 spans the minimum to the maximum over those seeds, so the reader sees the spread of every run, not only
-an average (as ``reports.stats`` does for final numbers, the number of runs is always shown).
+an average (as ``reports.stats`` does for final numbers, the number of runs is always shown). Legends
+sit outside the panels, below them, never over the data.
 
 Figures are drawn on ``matplotlib.figure.Figure`` objects rendered by the Agg canvas, never through
 ``pyplot``: nothing is registered in pyplot's global figure list, so nothing can stay open or leak
@@ -18,13 +21,18 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from algos.run_files import read_metrics
@@ -40,8 +48,13 @@ CURVES: dict[str, str] = {
 }
 """Metric key -> axis title, in the order the figures appear in a report."""
 
-FIGURE_SIZE_IN = (6.0, 3.5)
-DPI = 100  # with the fixed size: every PNG is 600 x 350 pixels, whatever its content
+FIGURE_SIZE_IN = (6.0, 3.5)  # a figure of one axes (600 x 350 pixels at DPI)
+PANEL_SIZE_IN = (2.4, 1.8)  # one row's panel; four fit across a report page (1000 px)
+PANEL_COLUMNS = 4
+LEGEND_HEIGHT_IN = 0.6
+DPI = 100
+ROW_COLOR = "tab:blue"
+REFERENCE_COLOR = "0.45"
 
 History = Sequence[Mapping[str, Any]]
 """One run's ``metrics.jsonl``: its lines in order, each a dict with a "step" and some metric keys."""
@@ -92,26 +105,31 @@ def row_curves(histories_by_row: Mapping[str, Sequence[History]], key: str) -> d
     return {row: curve for row, curve in curves.items() if curve is not None}
 
 
-def curve_with_seed_band(runs_by_row: Mapping[str, Sequence[Path]], key: str, title: str) -> bytes:
-    """One PNG of ``key`` against step, one line per row of ``runs_by_row`` (row label -> its seeds' run dirs).
+def row_panels(
+    runs_by_row: Mapping[str, Sequence[Path]], key: str, title: str, compared: Mapping[str, str] | None = None
+) -> bytes:
+    """One PNG of ``key`` against step: a panel per row of ``runs_by_row`` (row label -> its seeds' run dirs).
 
-    Rows keep the mapping's order; a row with no step shared by all its seeds is left out. Raises
+    compared: row label -> the label of the row it is compared with, drawn in grey in its panel.
+    Panels keep the mapping's order; a row with no step shared by all its seeds gets no panel. Raises
     ValueError when no row has data for ``key`` (``figure_grid`` skips such keys instead).
     """
     curves = row_curves(_read_histories(runs_by_row), key)
     if not curves:
         raise ValueError(f"no run in rows {list(runs_by_row)} logged {key!r} at a step shared by all its seeds")
-    return _render(curves, title)
+    return png_bytes(panels_figure(curves, title, compared or {}))
 
 
-def figure_grid(runs_by_row: Mapping[str, Sequence[Path]]) -> list[tuple[str, bytes]]:
-    """(title, PNG) for every metric of ``CURVES`` that some row has, in ``CURVES`` order."""
+def figure_grid(
+    runs_by_row: Mapping[str, Sequence[Path]], compared: Mapping[str, str] | None = None
+) -> list[tuple[str, bytes]]:
+    """(title, PNG) of ``row_panels`` for every metric of ``CURVES`` that some row has, in ``CURVES`` order."""
     histories = _read_histories(runs_by_row)
     figures = []
     for key, title in CURVES.items():
         curves = row_curves(histories, key)
         if curves:
-            figures.append((title, _render(curves, title)))
+            figures.append((title, png_bytes(panels_figure(curves, title, compared or {}))))
     return figures
 
 
@@ -124,23 +142,69 @@ def _read_histories(runs_by_row: Mapping[str, Sequence[Path]]) -> dict[str, list
     return {row: [read_metrics(Path(run)) for run in runs] for row, runs in runs_by_row.items()}
 
 
-def _render(curves: Mapping[str, SeedCurve], title: str) -> bytes:
-    figure = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI, layout="tight")
-    axes = figure.add_subplot()
-    for row, curve in curves.items():
-        sparse = len(curve.steps) < 30  # evaluation curves: a few points, each worth seeing
-        (line,) = axes.plot(curve.steps, curve.mean, marker="." if sparse else None, label=f"{row} (n={curve.n_seeds})")
-        if curve.n_seeds > 1:
-            axes.fill_between(curve.steps, curve.low, curve.high, color=line.get_color(), alpha=0.2, linewidth=0)
-    axes.set_xlabel("step")
+def panel_grid(panels: int, title: str, share_y: bool = True) -> tuple[Figure, list[Axes]]:
+    """A figure of ``panels`` small axes sharing x (and y), up to ``PANEL_COLUMNS`` a line, room for a legend below.
+
+    share_y: one y scale for all panels (the same metric in every panel); False when panels show different metrics.
+
+    The pixel size depends only on the number of panels: columns x ``PANEL_SIZE_IN`` wide, lines x its
+    height plus ``LEGEND_HEIGHT_IN`` tall, at ``DPI``.
+    """
+    columns = min(PANEL_COLUMNS, panels)
+    lines = math.ceil(panels / columns)
+    width, height = PANEL_SIZE_IN
+    figure = Figure(figsize=(columns * width, lines * height + LEGEND_HEIGHT_IN), dpi=DPI, layout="constrained")
+    grid = figure.subplots(lines, columns, sharex=True, sharey=share_y, squeeze=False)
+    axes = list(grid.flat)
+    for unused in axes[panels:]:
+        unused.set_visible(False)
+    figure.suptitle(title, fontsize="medium")
+    return figure, axes[:panels]
+
+
+def draw_row(axes: Axes, curve: SeedCurve, reference: SeedCurve | None) -> None:
+    """The row's curve in colour over its compared row's in grey, each a mean line with its min–max band."""
+    for shown, color, style in ((reference, REFERENCE_COLOR, "--"), (curve, ROW_COLOR, "-")):
+        if shown is None:
+            continue
+        sparse = len(shown.steps) < 30  # evaluation curves: a few points, each worth seeing
+        axes.plot(shown.steps, shown.mean, style, color=color, marker="." if sparse else None, linewidth=1.2)
+        if shown.n_seeds > 1:
+            axes.fill_between(shown.steps, shown.low, shown.high, color=color, alpha=0.2, linewidth=0)
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.set_ylabel(title)
-    axes.set_title(title)
+    axes.tick_params(labelsize="x-small")
     axes.grid(alpha=0.3)
-    has_band = any(curve.n_seeds > 1 for curve in curves.values())
-    legend_title = "line: mean; band: min–max over n seeds" if has_band else "line: mean over n seeds"
-    axes.legend(title=legend_title, fontsize="small", title_fontsize="small")
-    return png_bytes(figure)
+
+
+def legend_below(figure: Figure, extra: Sequence[tuple[Artist, str]] = ()) -> None:
+    """The figure's one legend, outside the panels below them: what colour, grey, line and band mean."""
+    entries = [
+        (Line2D([], [], color=ROW_COLOR), "row: mean over its n seeds"),
+        (Patch(color=ROW_COLOR, alpha=0.2), "row: min–max over seeds"),
+        (Line2D([], [], color=REFERENCE_COLOR, linestyle="--"), "row it is compared with: mean"),
+        (Patch(color=REFERENCE_COLOR, alpha=0.2), "compared row: min–max"),
+        *extra,
+    ]
+    handles, labels = zip(*entries, strict=True)
+    figure.legend(handles, labels, loc="outside lower center", ncols=3, fontsize="x-small", frameon=False)
+
+
+def panel_title(row: str, curve: SeedCurve, reference: str | None) -> str:
+    """``row (n=3)``, with ``vs <compared row>`` on a second line when it has one."""
+    return f"{row} (n={curve.n_seeds})" + (f"\nvs {reference}" if reference else "")
+
+
+def panels_figure(curves: Mapping[str, SeedCurve], title: str, compared: Mapping[str, str]) -> Figure:
+    """A panel per row of ``curves`` (row label -> curve), each over its compared row's curve, one legend below."""
+    figure, panels = panel_grid(len(curves), title)
+    for axes, (row, curve) in zip(panels, curves.items(), strict=True):
+        reference = compared.get(row)
+        draw_row(axes, curve, curves.get(reference) if reference else None)
+        axes.set_title(panel_title(row, curve, reference), fontsize="x-small")
+    for axes in panels[-min(PANEL_COLUMNS, len(panels)) :]:
+        axes.set_xlabel("step", fontsize="x-small")
+    legend_below(figure)
+    return figure
 
 
 def png_bytes(figure: Figure) -> bytes:

@@ -50,3 +50,23 @@ rule ablation_report:
     shell:
         "python -m reports.ablation --spec {wildcards.spec} --runs results/runs --out results/reports "
         "--seeds {params.seeds} {params.benchmarks} > {log} 2>&1"
+
+
+rule track_rows:
+    """Put each row's aggregate (the report's numbers) on its MLflow parent run, so the UI's runs table is the spec's table."""
+    input:
+        lambda wildcards: spec_runs(wildcards.spec),
+        spec=local(f"{ABLATIONS_DIR}/{{spec}}.yaml"),
+    output:
+        "results/reports/{spec}.mlflow.json",
+    log:
+        "results/logs/report/{spec}.mlflow.log",
+    conda:
+        "../envs/harness.yml"
+    params:
+        seeds=config["ablations"]["seeds"],
+    message:
+        "Logging the rows of {wildcards.spec} to MLflow"
+    shell:
+        "python -m reports.tracked_rows --spec {wildcards.spec} --runs results/runs --seeds {params.seeds} "
+        "--out {output} > {log} 2>&1"

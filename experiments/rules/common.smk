@@ -12,6 +12,7 @@ BUDGET = Budget(
     tuple(config["ablations"]["overrides"]),
     config["ablations"]["step_scale"],
     {preset: tuple(values) for preset, values in config["ablations"]["tuned"].items()},
+    config["ablations"]["eval_points"],
 )
 
 
@@ -25,6 +26,7 @@ def budget_options(wildcards):
     return " ".join(
         [
             f"--step-scale {BUDGET.step_scale}",
+            *([f"--eval-points {BUDGET.eval_points}"] if BUDGET.eval_points else []),
             *(f"--set {shlex.quote(text)}" for text in BUDGET.overrides),
             *(f"--tuned {shlex.quote(f'{preset}:{text}')}" for text in BUDGET.tuned.get(preset, ())),
         ]

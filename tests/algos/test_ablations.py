@@ -116,6 +116,21 @@ def test_a_campaign_budget_scales_step_counts_and_keeps_row_differences():
         spec.config("vapo", Budget(step_scale=0))
 
 
+def test_evaluation_points_space_the_evaluations_evenly_whatever_the_step_scale():
+    spec = read_spec("dapo_table1")
+    for scale, points, every in ((0.334, 11, 2), (1.0, 11, 6), (1.0, 4, 20), (0.05, 11, 1)):
+        cfg = spec.config("dynamic_sampling", Budget(step_scale=scale, eval_points=points))
+        assert cfg.run.eval_every == every, (scale, points)  # 20 / 10, 60 / 10, 60 / 3, 3 steps: every step
+        assert cfg.run.steps == spec.config("dynamic_sampling", Budget(step_scale=scale)).run.steps
+    assert spec.config("dynamic_sampling", Budget(step_scale=0.334)).run.eval_every == 7  # none given: 20 of 60, scaled
+    with pytest.raises(ConfigError, match="eval_points must be at least 2"):
+        spec.config("dynamic_sampling", Budget(eval_points=1))
+    assert (
+        main(["--spec", "dapo_table1", "--row", "dynamic_sampling", "--step-scale", "0.334", "--eval-points", "11"])
+        == 0
+    )
+
+
 def test_the_command_line_prints_a_row_as_a_campaign_runs_it(capsys):
     assert main(["--spec", "vapo_table1", "--row", "vapo", "--step-scale", "0.5", "--set", "run.eval_problems=32"]) == 0
     printed = yaml.safe_load(capsys.readouterr().out)

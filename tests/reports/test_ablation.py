@@ -19,7 +19,9 @@ def fake_run(directory, value, steps=3, commit="abc"):
     ]
     lines += [{"step": steps, "eval/test/accuracy_t1": value}]
     (directory / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    (directory / "config.yaml").write_text(f"run:\n  steps: {steps}\nmodel:\n  name_or_path: {directory / 'no-base'}\n")
+    (directory / "config.yaml").write_text(
+        f"run:\n  steps: {steps}\n  eval_every: 1\nmodel:\n  name_or_path: {directory / 'no-base'}\n"
+    )
     (directory / "run.json").write_text(
         json.dumps(
             {
@@ -63,6 +65,7 @@ def test_reports_are_written_from_the_runs_files_alone(dapo_runs):
     text = markdown.read_text()
     assert text.index("Naive GRPO") < text.index("+ Clip-Higher") < text.index("+ Dynamic Sampling")
     assert "final step of every run" in text and '"training seconds (sum)": 150.0' in text
+    assert '"4 evaluations over 3 steps (every 1), 256 problems each, 256 at the last step"' in text  # eval_every 1
     figures = sorted((dapo_runs / "reports" / "dapo_table1_figures").glob("*.png"))
     assert figures and all(f"dapo_table1_figures/{f.name}" in text for f in figures)
     html = page.read_text()

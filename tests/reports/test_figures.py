@@ -8,7 +8,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from reports.figures import CURVES, curve_with_seed_band, figure_grid, png_data_uri, row_curves, seed_curve
+from reports.figures import (
+    CURVES,
+    figure_grid,
+    panels_figure,
+    png_data_uri,
+    row_curves,
+    row_panels,
+    seed_curve,
+)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 STEPS = 4
@@ -94,23 +102,53 @@ def test_row_curves_keep_row_order_and_drop_rows_without_data():
     np.testing.assert_array_equal(curves["a"].mean, [3.0])
 
 
-def test_curve_is_a_png_of_fixed_size_and_deterministic(runs_by_row):
-    png = curve_with_seed_band(runs_by_row, "eval/test/accuracy_t1", "held-out accuracy")
+COMPARED = {"clip_higher": "baseline", "single_seed": "baseline"}
+THREE_PANELS = (720, 240)  # 3 columns x 2.4 in, 1 line x 1.8 in + 0.6 in of legend, at 100 dpi
+
+
+def test_panels_are_a_png_whose_size_follows_the_panel_count_and_deterministic(runs_by_row):
+    png = row_panels(runs_by_row, "eval/test/accuracy_t1", "held-out accuracy", COMPARED)
     assert png.startswith(PNG_SIGNATURE)
-    assert png_size(png) == (600, 350)
-    assert curve_with_seed_band(runs_by_row, "eval/test/accuracy_t1", "held-out accuracy") == png
+    assert png_size(png) == THREE_PANELS
+    assert row_panels(runs_by_row, "eval/test/accuracy_t1", "held-out accuracy", COMPARED) == png
+    two = row_panels({"baseline": runs_by_row["baseline"]}, "eval/test/accuracy_t1", "held-out accuracy")
+    assert png_size(two) == (240, 240)
+    six = row_panels({f"{row}{copy}": runs for row, runs in runs_by_row.items() for copy in "ab"}, "actor/entropy", "e")
+    assert png_size(six) == (960, 420)  # 4 columns, 2 lines
 
 
-def test_curve_without_data_anywhere_raises(runs_by_row):
+def test_a_compared_row_is_drawn_in_its_panel(runs_by_row):
+    alone = row_panels(runs_by_row, "rollout/reward_mean", "reward")
+    assert row_panels(runs_by_row, "rollout/reward_mean", "reward", COMPARED) != alone
+
+
+def test_every_row_has_its_own_panel_and_the_legend_covers_none(runs_by_row, tmp_path):
+    curves = row_curves({row: [_history(run) for run in runs] for row, runs in runs_by_row.items()}, "actor/entropy")
+    figure = panels_figure(curves, "entropy", COMPARED)
+    figure.draw_without_rendering()  # applies the constrained layout, as saving does
+    panels = [axes for axes in figure.axes if axes.get_visible()]
+    assert [axes.get_title().split(" (n=")[0] for axes in panels] == list(runs_by_row)
+    assert [axes.get_title().endswith("vs baseline") for axes in panels] == [False, True, True]
+    (legend,) = figure.legends
+    box = legend.get_window_extent()
+    assert not any(box.overlaps(axes.get_window_extent()) for axes in panels)
+    assert all(box.y1 <= axes.get_window_extent().y0 for axes in panels)  # below the data
+
+
+def _history(run):
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_panels_without_data_anywhere_raise(runs_by_row):
     with pytest.raises(ValueError, match="actor/clip_frac_high"):
-        curve_with_seed_band(runs_by_row, "actor/clip_frac_high", "clip fraction high")
+        row_panels(runs_by_row, "actor/clip_frac_high", "clip fraction high")
 
 
 def test_figure_grid_follows_curves_order_and_skips_missing_keys(runs_by_row):
-    figures = figure_grid(runs_by_row)
+    figures = figure_grid(runs_by_row, COMPARED)
     present = [title for key, title in CURVES.items() if key != "actor/clip_frac_high"]
     assert [title for title, _ in figures] == present
-    assert all(png.startswith(PNG_SIGNATURE) and png_size(png) == (600, 350) for _, png in figures)
+    assert all(png.startswith(PNG_SIGNATURE) and png_size(png) == THREE_PANELS for _, png in figures)
 
 
 def test_figure_grid_of_runs_without_metrics_is_empty(tmp_path):
@@ -120,7 +158,7 @@ def test_figure_grid_of_runs_without_metrics_is_empty(tmp_path):
 def test_no_figure_stays_open(runs_by_row):
     plt.close("all")
     figure_grid(runs_by_row)
-    curve_with_seed_band(runs_by_row, "actor/entropy", "entropy")
+    row_panels(runs_by_row, "actor/entropy", "entropy")
     assert plt.get_fignums() == []
 
 
