@@ -135,6 +135,12 @@ def _scores(runs: Sequence[Path], runs_dir: Path, eval_dir: Path, benchmark: str
     return tuple(read_score(directory) for directory in directories if directory.is_dir())
 
 
+def measured_endpoints(spec: AblationSpec, results: list[RowResult]) -> list[endpoints.EndpointResult]:
+    """Every declared endpoint measured on the rows' finished runs (windows scaled to the runs' own length)."""
+    runs_of = {result.row.id: result.runs for result in results}
+    return endpoints.measure(spec, runs_of, {row.id: spec.config(row.id).run.steps for row in spec.rows})
+
+
 def table_cells(spec: AblationSpec, results: list[RowResult], benchmarks: Sequence[str] = ()) -> list[list[str]]:
     """The table's rows as text cells, in the paper's order, with one cell per benchmark at the end."""
     cells = []
@@ -305,13 +311,13 @@ def write_report(
     results = collect(spec, runs_dir, seeds, eval_dir, benchmarks)
     protocols = benchmark_protocols(results, benchmarks)
     runs_of = {result.row.id: result.runs for result in results}
-    measured = endpoints.measure(spec, runs_of, {row.id: spec.config(row.id).run.steps for row in spec.rows})
+    measured = measured_endpoints(spec, results)
     digest, spec_warning = endpoints.spec_file_state(spec.path)
     extra_figures = [
         (title, png)
         for title, png in (
             (
-                "Endpoints: each row (and the row it is compared with), window shaded",
+                "Endpoints over training",
                 endpoints.endpoint_figure(spec, measured, runs_of),
             ),
             (

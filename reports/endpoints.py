@@ -34,7 +34,6 @@ from algos.ablations import AblationSpec, Endpoint, Row
 from algos.run_files import CONFIG_FILE, read_metrics
 from reports.figures import (
     FIGURE_SIZE_IN,
-    PANEL_COLUMNS,
     SeedCurve,
     draw_row,
     legend_below,
@@ -185,7 +184,11 @@ def endpoint_figure(
     panels = [result for result in results if result.values]
     if not panels:
         return None
-    figure, axes_list = panel_grid(len(panels), "Endpoints: each row over the row it is compared with", share_y=False)
+    figure, axes_list = panel_grid(
+        len(panels),
+        "Each row (colour) over the row it is compared with (grey); the declared window shaded",
+        share_y=False,
+    )
     histories = {run: read_metrics(run) for runs in runs_of.values() for run in runs}
 
     def curve(row_id: str, metric: str) -> SeedCurve | None:
@@ -199,8 +202,6 @@ def endpoint_figure(
             draw_row(axes, mine, reference)
         axes.axvspan(result.window[0] - 0.5, result.window[1] + 0.5, color=WINDOW_COLOR, alpha=0.15, linewidth=0)
         axes.set_title(f"{row.label}\n{metric}", fontsize="x-small")
-    for axes in axes_list[-min(PANEL_COLUMNS, len(axes_list)) :]:
-        axes.set_xlabel("step", fontsize="x-small")
     legend_below(figure, [(Patch(color=WINDOW_COLOR, alpha=0.15), "the endpoint's declared window")])
     return png_bytes(figure)
 

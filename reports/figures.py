@@ -148,7 +148,7 @@ def panel_grid(panels: int, title: str, share_y: bool = True) -> tuple[Figure, l
     share_y: one y scale for all panels (the same metric in every panel); False when panels show different metrics.
 
     The pixel size depends only on the number of panels: columns x ``PANEL_SIZE_IN`` wide, lines x its
-    height plus ``LEGEND_HEIGHT_IN`` tall, at ``DPI``.
+    height plus ``LEGEND_HEIGHT_IN`` tall, at ``DPI``. The lowest panel of each column carries the step axis.
     """
     columns = min(PANEL_COLUMNS, panels)
     lines = math.ceil(panels / columns)
@@ -158,6 +158,9 @@ def panel_grid(panels: int, title: str, share_y: bool = True) -> tuple[Figure, l
     axes = list(grid.flat)
     for unused in axes[panels:]:
         unused.set_visible(False)
+    for lowest in axes[max(0, panels - columns) : panels]:
+        lowest.xaxis.set_tick_params(labelbottom=True)  # above an empty slot, sharex would hide them
+        lowest.set_xlabel("step", fontsize="x-small")
     figure.suptitle(title, fontsize="medium")
     return figure, axes[:panels]
 
@@ -201,8 +204,6 @@ def panels_figure(curves: Mapping[str, SeedCurve], title: str, compared: Mapping
         reference = compared.get(row)
         draw_row(axes, curve, curves.get(reference) if reference else None)
         axes.set_title(panel_title(row, curve, reference), fontsize="x-small")
-    for axes in panels[-min(PANEL_COLUMNS, len(panels)) :]:
-        axes.set_xlabel("step", fontsize="x-small")
     legend_below(figure)
     return figure
 

@@ -44,7 +44,7 @@ from algos.presets import ConfigError
 from algos.run_files import CONFIG_FILE, tracker_run_id, write_json
 from algos.tracking import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, GROUP_TAG, PARENT_TAG, tracking_uri
 from reports import endpoints
-from reports.ablation import RowResult, collect
+from reports.ablation import RowResult, collect, measured_endpoints
 from reports.stats import Estimate
 
 NOTE_TAG = "mlflow.note.content"  # the description the UI shows above an experiment or run
@@ -137,8 +137,7 @@ def log_rows(spec_name: str, runs_dir: Path, seeds: int) -> dict[str, Any]:
 
     spec = read_spec(spec_name)
     results = collect(spec, runs_dir, seeds)
-    runs_of = {result.row.id: result.runs for result in results}
-    measured = endpoints.measure(spec, runs_of, {row.id: spec.config(row.id).run.steps for row in spec.rows})
+    measured = measured_endpoints(spec, results)
     record: dict[str, Any] = {"spec": spec.name, "rows": {}}
     columns: dict[str, None] = {}  # every row's metric keys, first seen first
     for position, result in enumerate(results, start=1):

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from algos.ablations import read_spec
 from tests.test_pipeline_smoke import ROOT, TINY, snakemake
 
 pytestmark = [
@@ -28,18 +29,18 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("flask") is None, reason="needs the 'ui' extra (MLflow's server)"),
 ]
 
-SPEC = "dr_grpo_bias"
-ROWS = ["grpo", "no_length_normalisation", "no_std_scaling", "dr_grpo"]
+SPECS = ["dr_grpo_bias", "dapo_table1"]  # both have a GRPO row: the experiments must keep theirs apart
 SEEDS = 2
 TRACKED = {
     **TINY,
     "ablations": {
         **TINY["ablations"],
+        "specs": SPECS,
         "eval_points": 3,
         "overrides": [o for o in TINY["ablations"]["overrides"] if not o.startswith(("tracking.", "run.eval_every"))],
     },
 }
-"""TINY with MLflow on (the default local store, sqlite:///mlflow.db in the working directory)."""
+"""TINY over two specs with MLflow on (the default local store, sqlite:///mlflow.db in the working directory)."""
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -126,31 +127,34 @@ def metrics(run: dict) -> dict[str, float]:
 
 def test_the_ui_lists_every_spec_row_and_seed_with_the_rows_aggregates(campaign, ui):
     experiments = {e["name"]: e for e in get(f"{ui}/api/2.0/mlflow/experiments/search?max_results=100")["experiments"]}
-    assert SPEC in experiments
-    experiment = experiments[SPEC]
-    experiment_tags = {t["key"]: t["value"] for t in experiment["tags"]}
-    assert experiment_tags["mlflow.experimentKind"] == "custom_model_development"
-    view = json.loads(experiment_tags["mlflow.sharedViewState.ablation-table"])
-    assert view["orderByKey"] == "metrics.`row`" and "metrics.`table/mean`" in view["selectedColumns"]
-    runs = search_runs(ui, experiment["experiment_id"])
-    parents = {tags(run)["harness.parent_run"]: run for run in runs if "harness.parent_run" in tags(run)}
-    assert list(sorted(parents, key=lambda row: metrics(parents[row])["row"])) == ROWS  # the table's order
-    for row, parent in parents.items():
-        children = [run for run in runs if tags(run).get("mlflow.parentRunId") == parent["info"]["run_id"]]
-        assert sorted(child["info"]["run_name"] for child in children) == [f"seed{s}" for s in range(SEEDS)]
-        finals = [
-            json.loads((campaign / f"results/runs/{SPEC}/{row}/seed{s}/final_metrics.json").read_text())
-            for s in range(SEEDS)
-        ]
-        expected = 100 * sum(final["eval/test/accuracy_t1"] for final in finals) / SEEDS
-        logged = metrics(parent)
-        assert logged["table/mean"] == pytest.approx(expected)
-        assert logged["table/ci_low"] <= logged["table/mean"] <= logged["table/ci_high"]
-        assert logged["table/n_seeds"] == SEEDS
-        assert tags(parent)["row.preset"] and "mlflow.note.content" in tags(parent)
-        if row != "grpo":  # every other row is compared with GRPO and declares an endpoint
-            assert {"table/delta/mean", "table/p_improvement"} <= set(logged)
-            assert any(re.fullmatch(r"endpoint/.+/steps \d+-\d+/mean", key) for key in logged)
+    for spec in SPECS:
+        experiment = experiments[spec]
+        experiment_tags = {t["key"]: t["value"] for t in experiment["tags"]}
+        assert experiment_tags["mlflow.experimentKind"] == "custom_model_development"
+        view = json.loads(experiment_tags["mlflow.sharedViewState.ablation-table"])
+        assert view["orderByKey"] == "metrics.`row`" and "metrics.`table/mean`" in view["selectedColumns"]
+        runs = search_runs(ui, experiment["experiment_id"])
+        parents = {tags(run)["harness.parent_run"]: run for run in runs if "harness.parent_run" in tags(run)}
+        rows = read_spec(spec).rows
+        assert sorted(parents, key=lambda row: metrics(parents[row])["row"]) == [row.id for row in rows]
+        assert len(runs) == len(rows) * (1 + SEEDS)
+        for row in rows:
+            check_row(campaign / "results/runs" / spec / row.id, row, parents[row.id], runs)
+
+
+def check_row(row_dir, row, parent, runs):
+    """The row's parent run: its seeds nested under it, and the report's aggregates recomputed from their files."""
+    children = [run for run in runs if tags(run).get("mlflow.parentRunId") == parent["info"]["run_id"]]
+    assert sorted(child["info"]["run_name"] for child in children) == [f"seed{s}" for s in range(SEEDS)]
+    finals = [json.loads((row_dir / f"seed{s}/final_metrics.json").read_text()) for s in range(SEEDS)]
+    logged = metrics(parent)
+    assert logged["table/mean"] == pytest.approx(100 * sum(f["eval/test/accuracy_t1"] for f in finals) / SEEDS)
+    assert logged["table/ci_low"] <= logged["table/mean"] <= logged["table/ci_high"]
+    assert logged["table/n_seeds"] == SEEDS
+    assert logged.get("paper") == row.paper and tags(parent)["row.label"] == row.label
+    assert ("table/delta/mean" in logged) == (row.compare_to is not None)
+    for endpoint in row.endpoints:
+        assert any(re.fullmatch(rf"endpoint/{re.escape(endpoint.metric)}/steps \d+-\d+/mean", k) for k in logged)
 
 
 @pytest.mark.skipif(
@@ -158,12 +162,13 @@ def test_the_ui_lists_every_spec_row_and_seed_with_the_rows_aggregates(campaign,
     reason="needs Debian's chromium (REQUIRE_BROWSER=1 makes its absence a failure)",
 )
 def test_chromium_renders_the_runs_view_with_every_row(campaign, ui, tmp_path):
-    record = json.loads((campaign / f"results/reports/{SPEC}.mlflow.json").read_text())
+    spec = read_spec(SPECS[0])
+    record = json.loads((campaign / f"results/reports/{spec.name}.mlflow.json").read_text())
     page = f"{ui}/{record['runs_view']}"
     browser = [shutil.which("chromium") or "chromium", *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([*browser, "--dump-dom", page], capture_output=True, text=True, timeout=120, check=True)
-    for row in ROWS:
-        assert f">{row}<" in dom.stdout, f"row {row} is not in the rendered runs view"
+    for row in spec.rows:
+        assert f">{row.id}<" in dom.stdout, f"row {row.id} is not in the rendered runs view"
     assert "Model training" in dom.stdout and "table/mean" in dom.stdout
     screenshot = Path(os.environ.get("MLFLOW_UI_SCREENSHOT", tmp_path / "runs_view.png"))
     subprocess.run([*browser, f"--screenshot={screenshot}", page], capture_output=True, timeout=120, check=True)

@@ -101,7 +101,7 @@ def test_the_report_states_the_spec_hash_and_the_endpoint_table(runs, tmp_path):
     digest, _ = endpoints.spec_file_state(spec.path)
     assert f"SHA-256 {digest}" in text and "## Endpoints declared in the spec" in text
     assert "## Diagnostics per row" in text and "**Warning:** + Clip-Higher, seed 1: dynamic sampling" in text
-    assert "## Endpoints: each row" in text
+    assert "## Endpoints over training" in text
 
 
 def test_an_edited_spec_is_flagged(tmp_path):
