@@ -37,10 +37,17 @@ TRACKED = {
         **TINY["ablations"],
         "specs": SPECS,
         "eval_points": 3,
-        "overrides": [o for o in TINY["ablations"]["overrides"] if not o.startswith(("tracking.", "run.eval_every"))],
+        "overrides": [
+            "run.steps=1",
+            *(
+                o
+                for o in TINY["ablations"]["overrides"]
+                if not o.startswith(("tracking.", "run.eval_every", "run.steps"))
+            ),
+        ],
     },
 }
-"""TINY over two specs with MLflow on (the default local store, sqlite:///mlflow.db in the working directory)."""
+"""TINY over two specs, one step a run, with MLflow on (the default store, sqlite:///mlflow.db in the working directory)."""
 
 CHROMIUM_FLAGS = (
     "--headless",

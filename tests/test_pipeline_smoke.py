@@ -21,6 +21,7 @@ TINY = {
         "specs": ["dr_grpo_bias"],
         "seeds": 2,
         "step_scale": 1.0,
+        "eval_points": None,  # keeps run.eval_every=0 below: evaluations at the first and last step only
         "overrides": [
             "run.steps=2",
             "run.eval_every=0",
