@@ -139,32 +139,36 @@ def log_rows(spec_name: str, runs_dir: Path, seeds: int) -> dict[str, Any]:
     results = collect(spec, runs_dir, seeds)
     measured = measured_endpoints(spec, results)
     record: dict[str, Any] = {"spec": spec.name, "rows": {}}
-    columns: dict[str, None] = {}  # every row's metric keys, first seen first
+    columns: dict[tuple[str, str], dict[str, None]] = {}  # (store, experiment) -> its rows' metric keys, in order
     for position, result in enumerate(results, start=1):
         tracked = {run: tracker_run_id(run) for run in result.runs if tracker_run_id(run)}
         if not tracked:
             continue
-        client = MlflowClient(tracking_uri=run_tracking_uri(next(iter(tracked))))
+        uri = run_tracking_uri(next(iter(tracked)))
+        client = MlflowClient(tracking_uri=uri)
         metrics = row_metrics(position, result, [m for m in measured if m.row.id == result.row.id])
         tags = {**row_tags(spec, result), NOTE_TAG: _row_note(spec, result)}
         for parent in parent_runs(client, list(tracked.values())):
-            experiment_id = client.get_run(parent).info.experiment_id
-            columns.update(dict.fromkeys(metrics))
-            view = table_view(list(columns), ["row.label"])
-            for key, value in (
-                (EXPERIMENT_KIND_TAG, EXPERIMENT_KIND),
-                (NOTE_TAG, f"{spec.title}. {spec.paper}"),
-                (VIEW_TAG, json.dumps(view)),
-            ):
-                client.set_experiment_tag(experiment_id, key, value)
             now = int(time.time() * 1000)  # a rerun's values are the latest at step 0
             client.log_batch(
                 parent,
                 metrics=[Metric(key, value, now, 0) for key, value in metrics.items()],
                 tags=[RunTag(key, value) for key, value in tags.items()],
             )
+            experiment_id = client.get_run(parent).info.experiment_id
+            columns.setdefault((uri, experiment_id), {}).update(dict.fromkeys(metrics))
             record["rows"][result.row.id] = {"parent_run": parent, "metrics": metrics}
             record["runs_view"] = runs_view_link(experiment_id)
+    for (uri, experiment_id), keys in columns.items():
+        client = MlflowClient(tracking_uri=uri)
+        view = table_view(list(keys), ["row.label"])
+        experiment_tags = {
+            EXPERIMENT_KIND_TAG: EXPERIMENT_KIND,
+            NOTE_TAG: f"{spec.title}. {spec.paper}",
+            VIEW_TAG: json.dumps(view),
+        }
+        for key, value in experiment_tags.items():
+            client.set_experiment_tag(experiment_id, key, value)
     return record
 
 
