@@ -227,10 +227,10 @@ def evaluation_schedule(results: list[RowResult]) -> list[str]:
             if not (run / CONFIG_FILE).is_file():
                 continue
             settings = RunConfig(**yaml.safe_load((run / CONFIG_FILE).read_text()).get("run", {}))
-            steps, every = settings.steps, settings.eval_every
-            points = [0, *range(every, steps, every), steps] if every else [0, steps]
+            steps, every = settings.steps, settings.eval_every or settings.steps
+            points = len(range(0, steps, every)) + 1  # steps 0, every, 2 every, ... and the last
             schedules.add(
-                f"{len(points)} evaluations over {steps} steps (every {every or steps}), "
+                f"{points} evaluations over {steps} steps (every {every}), "
                 f"{settings.eval_problems} problems each, {settings.final_eval_problems or settings.eval_problems} "
                 "at the last step"
             )

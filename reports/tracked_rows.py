@@ -141,7 +141,8 @@ def log_rows(spec_name: str, runs_dir: Path, seeds: int) -> dict[str, Any]:
     record: dict[str, Any] = {"spec": spec.name, "rows": {}}
     columns: dict[tuple[str, str], dict[str, None]] = {}  # (store, experiment) -> its rows' metric keys, in order
     for position, result in enumerate(results, start=1):
-        tracked = {run: tracker_run_id(run) for run in result.runs if tracker_run_id(run)}
+        run_ids = {run: tracker_run_id(run) for run in result.runs}  # reads each run.json once
+        tracked = {run: run_id for run, run_id in run_ids.items() if run_id}
         if not tracked:
             continue
         uri = run_tracking_uri(next(iter(tracked)))
