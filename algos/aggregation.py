@@ -23,15 +23,13 @@ class Normalizer:
     num_sequences: sequences the seq_mean_* modes average over (all rows, or only those with a
       loss token left after filtering; see :meth:`from_mask`).
     constant: MAX_TOKENS of seq_mean_token_sum_norm (Dr. GRPO).
-    processes: data-parallel processes whose gradients are averaged. With more than one, the counts
-      are those of the global mini-batch (all processes) and each process's loss is multiplied by
-      ``processes``, so the averaged gradient is the single-process one (verl's ``dp_size`` scaling).
+    In a multi-process run the counts are those of the whole mini-batch over all processes (see
+    :mod:`algos.update` for the scaling of each process's loss).
     """
 
     num_tokens: float
     num_sequences: float
     constant: float = 1.0
-    processes: int = 1
 
     @classmethod
     def from_mask(cls, mask: torch.Tensor, constant: float = 1.0, count_empty: bool = True) -> Normalizer:
@@ -54,13 +52,9 @@ def aggregate(loss: torch.Tensor, mask: torch.Tensor, mode: str, normalizer: Nor
     seq_mean_token_sum:       Σ_i Σ_t ℓ_{i,t} / N_seqs
     seq_mean_token_sum_norm:  Σ_{i,t} ℓ_{i,t} / (N_seqs · MAX_TOKENS)          (Dr. GRPO)
 
-    N_tokens, N_seqs and MAX_TOKENS come from ``normalizer`` (the whole mini-batch), and the result
-    is multiplied by its ``processes``. A sequence with no loss token contributes 0.
+    N_tokens, N_seqs and MAX_TOKENS come from ``normalizer`` (the whole mini-batch). A sequence with
+    no loss token contributes 0.
     """
-    return _aggregate_local(loss, mask, mode, normalizer) * normalizer.processes
-
-
-def _aggregate_local(loss: torch.Tensor, mask: torch.Tensor, mode: str, normalizer: Normalizer) -> torch.Tensor:
     token_sums = (loss * mask).sum(dim=-1)  # (B,)
     if mode == "token_mean":
         return token_sums.sum() / max(normalizer.num_tokens, 1.0)

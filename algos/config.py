@@ -508,10 +508,18 @@ class OptimConfig:
             "mini-batch. Losses are normalised by the whole mini-batch, never per micro-batch."
         ),
     )
+    micro_batch_tokens: PositiveInt | None = Field(
+        None,
+        description=(
+            "Token budget of a forward/backward pass: rows sorted by response length are packed into passes "
+            "of at most this many padded tokens (rows x (prompt width + longest response)), so a batch of long "
+            "responses fits in memory; the gradient is unchanged. Excludes micro_batch_size; None = off."
+        ),
+    )
     length_buckets: PositiveInt = Field(
         2,
         description=(
-            "Without micro_batch_size: forward/backward passes per mini-batch, over rows sorted by "
+            "Without micro_batch_size or micro_batch_tokens: forward/backward passes per mini-batch, over rows sorted by "
             "response length. Each pass is trimmed to its longest response, so short responses stop "
             "paying for long ones' padding; the gradient is the same as one pass (1 = one pass)."
         ),
@@ -531,6 +539,13 @@ class ModelConfig:
     )
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         "float32", description="Parameter dtype; float32 on CPU, bfloat16 for hub models on a GPU."
+    )
+    gradient_checkpointing: bool = Field(
+        False,
+        description=(
+            "Recompute activations in the backward pass instead of keeping them (policy and critic): less "
+            "memory, about one more forward pass of time, the same loss and gradients."
+        ),
     )
     chat_template: Literal["auto", "always", "never"] = Field(
         "auto",
@@ -759,6 +774,10 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
             f"optim.micro_batch_size={cfg.optim.micro_batch_size} must divide the mini-batch size "
             f"{cfg.mini_batch_size} (= P*G / optim.mini_batches)"
         )
+    if cfg.optim.micro_batch_size and cfg.optim.micro_batch_tokens:
+        problems.append(
+            "optim.micro_batch_size and optim.micro_batch_tokens both size the forward/backward passes: set one of them"
+        )
     if cfg.dynamic_sampling.enabled and cfg.dynamic_sampling.filter_on == "reward" and cfg.reward_is_shaped:
         problems.append(
             "dynamic sampling must not filter on a shaped reward (soft overlong punishment or KL in the reward "
@@ -772,6 +791,19 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
             f"L_max={cfg.soft_overlong_max_length} (reward.soft_overlong_max_length or rollout.max_new_tokens)"
         )
     return problems
+
+
+def whole_mini_batch_mechanisms(cfg: RLConfig) -> list[str]:
+    """The settings on that select tokens over a whole mini-batch at once, so it must be one forward pass."""
+    loss = cfg.policy_loss
+    return [
+        name
+        for name, on in (
+            (f"policy_loss.objective={loss.objective}", loss.objective in ONE_PASS_MECHANISMS),
+            ("policy_loss.top_entropy_quantile < 1", loss.top_entropy_quantile < 1.0),
+        )
+        if on
+    ]
 
 
 def _policy_loss_violations(cfg: RLConfig) -> list[str]:
@@ -794,18 +826,11 @@ def _policy_loss_violations(cfg: RLConfig) -> list[str]:
             f"policy_loss.ratio_level={loss.ratio_level} gives every token the whole response's gradient: use "
             "ratio_level token or sequence_token"
         )
-    one_pass = [
-        name
-        for name, on in (
-            (f"policy_loss.objective={loss.objective}", loss.objective in ONE_PASS_MECHANISMS),
-            ("policy_loss.top_entropy_quantile < 1", loss.top_entropy_quantile < 1.0),
-        )
-        if on
-    ]
-    if one_pass and (optim.length_buckets != 1 or optim.micro_batch_size is not None):
+    one_pass = whole_mini_batch_mechanisms(cfg)
+    if one_pass and (optim.length_buckets != 1 or optim.micro_batch_size or optim.micro_batch_tokens):
         problems.append(
             f"{', '.join(one_pass)} selects tokens over the whole mini-batch, which must be one forward pass: set "
-            "optim.length_buckets=1 and leave optim.micro_batch_size unset"
+            "optim.length_buckets=1 and leave optim.micro_batch_size and optim.micro_batch_tokens unset"
         )
     if rollout.correction != "none":
         if rollout.policy_staleness == 0:

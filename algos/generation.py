@@ -5,11 +5,13 @@ count real tokens only (``cumsum(mask) - 1``), so a padded prompt is encoded exa
 alone. Sampling draws from an explicit ``torch.Generator``: the same generator state gives the same
 responses, and the same tokens as ``transformers``' ``generate`` from the same random state. A
 prompt repeated in the batch (the G samples of a group) is encoded once and its cache entries are
-copied to every row that holds it.
+copied to every row that holds it. A batch may be split over processes (:class:`BatchShard`); each
+row still gets the tokens it would get in the whole batch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -33,6 +35,29 @@ class Generation:
     def lengths(self) -> torch.Tensor:
         """Response lengths in tokens, (N,)."""
         return self.response_mask.sum(dim=-1)
+
+
+@dataclass(frozen=True)
+class BatchShard:
+    """The rows one process generates of a batch that several processes generate together.
+
+    offset: the first of its rows in the whole batch; total: rows of the whole batch (all processes);
+    all_ended(ended): whether every process's rows have ended, given whether this process's have.
+    Each step draws the random numbers of all ``total`` rows and keeps this process's, and the
+    loop runs until every process's rows have ended, so the draws are the whole batch's.
+    """
+
+    offset: int
+    total: int
+    all_ended: Callable[[bool], bool]
+
+    def draw_rows(self, probs: torch.Tensor) -> tuple[torch.Tensor, slice]:
+        """The whole batch's (total, V) distributions with ``probs`` (N, V) in place, and where they are."""
+        mine = slice(self.offset, self.offset + probs.shape[0])
+        whole = torch.zeros(self.total, probs.shape[1], dtype=probs.dtype, device=probs.device)
+        whole[:, 0] = 1.0  # other processes' rows: any valid distribution (the draws do not depend on it)
+        whole[mine] = probs
+        return whole, mine
 
 
 def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -77,9 +102,18 @@ def encode_prompts_once(
 
 
 def sample_tokens(
-    logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator | None
+    logits: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    generator: torch.Generator | None,
+    shard: BatchShard | None = None,
 ) -> torch.Tensor:
-    """One token per row from softmax(logits / temperature) restricted to the top-p nucleus: (N, V) -> (N,)."""
+    """One token per row from softmax(logits / temperature) restricted to the top-p nucleus: (N, V) -> (N,).
+
+    With a ``shard``, the rows are drawn as part of the whole batch: ``torch.multinomial`` fills one
+    exponential draw per (row, token) of its input, whatever the probabilities, so the draws of these
+    rows equal their draws in one process's batch.
+    """
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     if top_p < 1.0:
         sorted_probs, order = probs.sort(dim=-1, descending=True)
@@ -87,7 +121,10 @@ def sample_tokens(
         outside = sorted_probs.cumsum(dim=-1) - sorted_probs >= top_p
         sorted_probs = sorted_probs.masked_fill(outside, 0.0)
         probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    if shard is None:
+        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    whole, mine = shard.draw_rows(probs)
+    return torch.multinomial(whole, 1, generator=generator).squeeze(-1)[mine]
 
 
 @torch.no_grad()
@@ -102,6 +139,7 @@ def generate(
     top_p: float = 1.0,
     greedy: bool = False,
     generator: torch.Generator | None = None,
+    shard: BatchShard | None = None,
 ) -> Generation:
     """Sample (or greedily decode) up to ``max_new_tokens`` per prompt, stopping rows at their end token.
 
@@ -109,6 +147,8 @@ def generate(
     they are a quarter of it, so the forward passes shrink with the live rows. Every step still draws
     one token for each of the N rows (an ended row's draw is replaced by the pad id), so the random
     stream, and with it every live row's tokens, is the same as when all N rows are run to the end.
+    With a ``shard`` these N rows are one process's part of a larger batch (see :class:`BatchShard`);
+    at least one row then stays in the batch, so every process runs a forward pass at every step.
     """
     rows = prompt_ids.shape[0]
     device = prompt_ids.device
@@ -123,16 +163,19 @@ def generate(
     tokens, alive = [], []
     for step in range(max_new_tokens):
         logits[in_batch] = batch_logits
-        token = logits.argmax(dim=-1) if greedy else sample_tokens(logits, temperature, top_p, generator)
+        token = logits.argmax(dim=-1) if greedy else sample_tokens(logits, temperature, top_p, generator, shard)
         token = token.masked_fill(finished, pad_token_id)
         tokens.append(token)
         alive.append(~finished)
         finished = finished | (token == eos_token_id)
-        if finished.all() or step == max_new_tokens - 1:
+        ended_here = bool(finished.all())
+        if (shard.all_ended(ended_here) if shard is not None else ended_here) or step == max_new_tokens - 1:
             break
         ended = finished[in_batch]  # (A,)
         if 4 * int(ended.sum()) >= len(in_batch):
             keep = (~ended).nonzero().squeeze(-1)
+            if keep.numel() == 0:  # this process's rows have ended while others' have not
+                keep = torch.zeros(1, dtype=torch.long, device=device)
             cache.batch_select_indices(keep)
             next_position, in_batch = next_position[keep], in_batch[keep]
             attention = attention[keep] if attention is not None else None

@@ -51,8 +51,8 @@ def load_tokenizer(cfg: ModelConfig) -> PreTrainedTokenizerBase:
 
 
 def load_policy(cfg: ModelConfig) -> PreTrainedModel:
-    """The causal LM to train (or to freeze as the reference policy)."""
-    return AutoModelForCausalLM.from_pretrained(_checked_source(cfg), dtype=DTYPES[cfg.dtype])
+    """The causal LM to train (or to freeze as the reference policy), with ``gradient_checkpointing`` applied."""
+    return _with_checkpointing(cfg, AutoModelForCausalLM.from_pretrained(_checked_source(cfg), dtype=DTYPES[cfg.dtype]))
 
 
 def load_critic(cfg: ModelConfig, head_seed: int = 0) -> PreTrainedModel:
@@ -68,7 +68,19 @@ def load_critic(cfg: ModelConfig, head_seed: int = 0) -> PreTrainedModel:
     config.classifier_dropout = 0.0  # read by every *ForTokenClassification head; absent from some configs
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(head_seed)
-        return AutoModelForTokenClassification.from_pretrained(source, config=config, dtype=DTYPES[cfg.dtype])
+        critic = AutoModelForTokenClassification.from_pretrained(source, config=config, dtype=DTYPES[cfg.dtype])
+    return _with_checkpointing(cfg, critic)
+
+
+def _with_checkpointing(cfg: ModelConfig, model: PreTrainedModel) -> PreTrainedModel:
+    """``model`` recomputing its layers' activations in training-mode backward passes when the config asks.
+
+    Non-reentrant checkpointing replays the forward pass with the same random state, so dropout and
+    the gradients are unchanged; generation and scoring run in eval mode and are unaffected.
+    """
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model
 
 
 def uses_chat_template(cfg: ModelConfig, tokenizer: PreTrainedTokenizerBase) -> bool:

@@ -6,7 +6,8 @@ that hits it short trains on the groups found and says so (``rollout/short_batch
 of the sampling policy π_old, scored after sampling unless the update's own forward pass gives
 them exactly (:func:`update_gives_old_logprobs`); the reference policy is scored only when KL is
 on, the critic only when there is one. Rows are laid out group by group (G consecutive rows answer
-one prompt).
+one prompt). In a multi-process run each process samples and scores its share of whole groups, and
+the shares are gathered so every process holds the same global batch (see :mod:`algos.distributed`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +24,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from algos.advantages import compute_advantages, discounted_returns
 from algos.config import RLConfig
-from algos.generation import generate
+from algos.distributed import Processes, generate_share, score_share
 from algos.masked import masked_mean
 from algos.models import encode_prompts
 from algos.ratios import group_expected_probability
@@ -73,6 +75,16 @@ class _Sampled:
         baselines = self.baselines[index] if self.baselines is not None else None
         return _Sampled(
             self.sequences.rows(index), self.correct[index], self.truncated[index], self.scores[index], baselines
+        )
+
+    def to(self, device: torch.device | str) -> _Sampled:
+        baselines = self.baselines.to(device) if self.baselines is not None else None
+        return _Sampled(
+            self.sequences.to(device),
+            self.correct.to(device),
+            self.truncated.to(device),
+            self.scores.to(device),
+            baselines,
         )
 
 
@@ -153,15 +165,22 @@ def _greedy_baselines(
     prompt_ids: torch.Tensor,
     prompt_mask: torch.Tensor,
     answers: list[str],
+    processes: Processes,
+    prompts: slice,
 ) -> torch.Tensor:
-    """ReMax's baseline: the reward of one greedy response per prompt, (P,), for prompts (P, T_prompt)."""
-    result = generate(
+    """ReMax's baseline: the reward of one greedy response per prompt of this process's ``prompts``, (P_p,).
+
+    prompt_ids, prompt_mask: (P, T_prompt), every process's prompts; answers: this process's.
+    """
+    result = generate_share(
+        processes,
         model,
         prompt_ids,
         prompt_mask,
-        cfg.rollout.max_new_tokens,
-        tokenizer.eos_token_id,
-        tokenizer.pad_token_id,
+        prompts,
+        max_new_tokens=cfg.rollout.max_new_tokens,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
         greedy=True,
     )
     texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
@@ -176,40 +195,49 @@ def _sample_round(
     chat: bool,
     seed: int,
     prompts: int,
+    processes: Processes,
 ) -> _Sampled:
+    """One round of ``prompts`` prompts x G responses; each process samples its share of the groups, all get all."""
     group = cfg.rollout.group_size
     problems = task.sample_train(prompts, seed)
     prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in problems], chat)
     device = next(model.parameters()).device
+    mine = processes.share(prompts)  # this process's groups
+    rows = slice(mine.start * group, mine.stop * group)
     baselines = None
     if cfg.advantage.estimator == "remax":
-        answers = [p.answer for p in problems]
-        greedy = _greedy_baselines(cfg, model, tokenizer, task, prompt_ids.to(device), prompt_mask.to(device), answers)
+        answers = [p.answer for p in problems[mine]]
+        greedy = _greedy_baselines(
+            cfg, model, tokenizer, task, prompt_ids.to(device), prompt_mask.to(device), answers, processes, mine
+        )
         baselines = greedy.repeat_interleave(group)
     prompt_ids = prompt_ids.repeat_interleave(group, dim=0).to(device)  # (P*G, T_prompt), group by group
     prompt_mask = prompt_mask.repeat_interleave(group, dim=0).to(device)
     generator = torch.Generator(device).manual_seed(seed)
-    result = generate(
+    result = generate_share(
+        processes,
         model,
         prompt_ids,
         prompt_mask,
-        cfg.rollout.max_new_tokens,
-        tokenizer.eos_token_id,
-        tokenizer.pad_token_id,
+        rows,
+        max_new_tokens=cfg.rollout.max_new_tokens,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
         temperature=cfg.rollout.temperature,
         top_p=cfg.rollout.top_p,
         generator=generator,
     )
     texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
-    answers = [p.answer for p in problems for _ in range(group)]
+    answers = [p.answer for p in problems[mine] for _ in range(group)]
     correct, scores = grade(cfg, task, texts, answers, result.lengths, result.truncated)
-    return _Sampled(
-        SequenceBatch(prompt_ids, prompt_mask, result.response_ids, result.response_mask),
+    share = _Sampled(
+        SequenceBatch(prompt_ids[rows], prompt_mask[rows], result.response_ids, result.response_mask),
         correct,
         result.truncated,
         scores,
         baselines,
     )
+    return share if processes.count == 1 else _concat(processes.gather([share]), tokenizer.pad_token_id)
 
 
 MAX_ROUND_PROMPTS = 8
@@ -279,13 +307,16 @@ def collect_rollout(
     reference: PreTrainedModel | None = None,
     critic: PreTrainedModel | None = None,
     learner: PreTrainedModel | None = None,
+    processes: Processes | None = None,
 ) -> RolloutBatch:
     """Sample, grade and score one rollout batch with ``sampler`` as π_old.
 
     Under ``rollout.correction``, π_old is instead ``learner`` (the policy about to be updated) and the
     sampler's log-probabilities go to the correction weights. Metrics describe every response generated this step (all rounds); the batch holds the kept
     groups only: the first P informative groups under dynamic sampling, all P groups otherwise.
+    ``processes``: the processes of a multi-process run; each returns the same global batch.
     """
+    processes = processes or Processes()
     group, wanted = cfg.rollout.group_size, cfg.rollout.prompts_per_step
     sampler.eval()
     started = time.perf_counter()
@@ -294,7 +325,7 @@ def collect_rollout(
         rounds += 1
         prompts = round_prompts(cfg, kept_groups, sum(g.correct.numel() for g in generated) // group)
         seed = derive_seed(step_seed, "round", rounds)
-        sampled = _sample_round(cfg, sampler, tokenizer, task, chat, seed, prompts)
+        sampled = _sample_round(cfg, sampler, tokenizer, task, chat, seed, prompts, processes)
         generated.append(sampled)
         keep = keep_groups(cfg, sampled.correct, sampled.scores).repeat_interleave(group)  # (prompts*G,)
         kept.append(sampled.rows(keep.nonzero().squeeze(-1)))
@@ -326,7 +357,7 @@ def collect_rollout(
 
     batch = _concat(kept, tokenizer.pad_token_id)
     rows = torch.arange(min(kept_groups, wanted) * group, device=batch.correct.device)
-    return _score_rollout(cfg, batch.rows(rows), sampler, reference, critic, metrics, step_seed, learner)
+    return _score_rollout(cfg, batch.rows(rows), sampler, reference, critic, metrics, step_seed, learner, processes)
 
 
 def _score_rollout(
@@ -338,31 +369,43 @@ def _score_rollout(
     metrics: dict[str, float],
     step_seed: int,
     learner: PreTrainedModel | None = None,
+    processes: Processes | None = None,
 ) -> RolloutBatch:
-    """π_old and π_ref log-probabilities, values, per-token rewards and advantages of the kept rows."""
+    """π_old and π_ref log-probabilities, values, per-token rewards and advantages of the kept rows.
+
+    The model passes are split over ``processes`` by whole groups; everything after them runs on the
+    whole batch in every process.
+    """
+    processes = processes or Processes()
+    group = cfg.rollout.group_size
+
+    def logprobs_of(model: PreTrainedModel) -> torch.Tensor:
+        """log π (B, T) of the batch's responses under ``model``."""
+        return score_share(
+            processes, lambda part: response_logprobs(model, part, cfg.rollout.temperature)[0], batch.sequences, group
+        )
+
     mask = batch.sequences.response_mask.float()
     if batch.correct.numel() == 0:  # dynamic sampling found no informative group: nothing to learn from
         empty = torch.zeros_like(mask)
         return RolloutBatch(
             batch.sequences, batch.correct, batch.truncated, batch.scores, empty, empty, metrics=metrics
         )
-    old_logprobs = (
-        None
-        if update_gives_old_logprobs(cfg, sampler)
-        else response_logprobs(sampler, batch.sequences, cfg.rollout.temperature)[0]
-    )
+    old_logprobs = None if update_gives_old_logprobs(cfg, sampler) else logprobs_of(sampler)
     sampler_logprobs = None
     if cfg.rollout.correction != "none":
         if learner is None:
             raise ValueError("rollout.correction needs the learner's policy to score pi_old")
         was_training = learner.training
         sampler_logprobs = old_logprobs * mask
-        old_logprobs = response_logprobs(learner.eval(), batch.sequences, cfg.rollout.temperature)[0]
+        old_logprobs = logprobs_of(learner.eval())
         learner.train(was_training)
-    ref_logprobs = (
-        response_logprobs(reference, batch.sequences, cfg.rollout.temperature)[0] if reference is not None else None
+    ref_logprobs = logprobs_of(reference) if reference is not None else None
+    values = (
+        score_share(processes, partial(response_values, critic), batch.sequences, group) * mask
+        if critic is not None
+        else None
     )
-    values = response_values(critic, batch.sequences) * mask if critic is not None else None
     rewards = token_rewards(cfg, batch.scores, mask, old_logprobs, ref_logprobs)
     estimate = compute_advantages(cfg.advantage, rewards, mask, cfg.rollout.group_size, values, batch.baselines)
     if values is not None:

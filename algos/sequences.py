@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from accelerate.utils import extract_model_from_parallel
 from transformers import DynamicCache, PreTrainedModel
 
 from algos.generation import encode_prompts_once, position_ids
@@ -35,6 +36,12 @@ class SequenceBatch:
         """The sub-batch of the given row indices."""
         return SequenceBatch(
             *(t[index] for t in (self.prompt_ids, self.prompt_mask, self.response_ids, self.response_mask))
+        )
+
+    def to(self, device: torch.device | str) -> SequenceBatch:
+        """The batch on ``device``."""
+        return SequenceBatch(
+            *(t.to(device) for t in (self.prompt_ids, self.prompt_mask, self.response_ids, self.response_mask))
         )
 
     def trimmed(self, width: int) -> SequenceBatch:
@@ -68,7 +75,7 @@ def response_logits(model: PreTrainedModel, batch: SequenceBatch, share_prompts:
     inputs = batch.model_inputs()
     if not share_prompts:
         return model(**inputs, logits_to_keep=response_length + 1).logits[:, :-1]
-    cache = DynamicCache(config=model.config)
+    cache = DynamicCache(config=extract_model_from_parallel(model).config)  # model may be wrapped (DDP)
     first = encode_prompts_once(model, batch.prompt_ids, batch.prompt_mask, cache).unsqueeze(1)  # (B, 1, V)
     if response_length == 1:
         return first

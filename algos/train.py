@@ -15,6 +15,10 @@ measured at step 0. The actor's learning rate warms up linearly over ``optim.lr_
 Everything random is seeded per (seed, step, purpose), so a run is deterministic on CPU and a killed
 run resumed from its checkpoint ends exactly where an uninterrupted one does.
 
+Under ``accelerate launch`` (DDP; FSDP2 on accelerators) the processes share each step's sampling,
+scoring and update as :mod:`algos.distributed` describes, so the run equals one process's on the same
+global batch; only the main process writes files, tracks and checkpoints.
+
 Python: ``train(load_config("dapo"), "runs/dapo")``; pass ``problems`` / ``eval_problems`` /
 ``verifier`` to train on your own data. Command line:
 ``python -m algos.train --preset dapo --out runs/dapo run.steps=80 seed=1``.
@@ -37,13 +41,15 @@ from pathlib import Path
 
 import torch
 from accelerate import Accelerator
+from accelerate.utils import DistributedDataParallelKwargs
 from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from algos import run_files
 from algos.advantages import discounted_returns
-from algos.checkpoint import Checkpoint, save_checkpoint
-from algos.config import RLConfig
+from algos.checkpoint import Checkpoint, latest_checkpoint, save_checkpoint
+from algos.config import RLConfig, whole_mini_batch_mechanisms
+from algos.distributed import Processes
 from algos.guardrails import warn_about
 from algos.kl_control import adapted_coef, measured_kl, with_coef
 from algos.models import ModelNotFoundError, load_critic, load_policy, load_tokenizer, uses_chat_template
@@ -54,7 +60,7 @@ from algos.reward_model import fit_reward_model
 from algos.rewards import token_rewards
 from algos.rollout import collect_rollout
 from algos.seeding import derive_seed
-from algos.tracking import Tracker, make_tracker
+from algos.tracking import NullTracker, Tracker, make_tracker
 from algos.update import Learner, update, warmup_factor
 from eval.accuracy import Verifier, accuracy
 from eval.records import Problem
@@ -97,25 +103,60 @@ def _accelerator(cfg: RLConfig) -> Accelerator:
     if cfg.run.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("run.device=cuda but no CUDA device is visible; set run.device=cpu or auto")
     use_cpu = cfg.run.device == "cpu" or not torch.cuda.is_available()
-    return Accelerator(cpu=use_cpu, mixed_precision=cfg.run.mixed_precision)
+    # Buffers (rotary tables) never change, and a pass may run the model once or twice: no broadcast per forward.
+    ddp = DistributedDataParallelKwargs(broadcast_buffers=False)
+    accelerator = Accelerator(cpu=use_cpu, mixed_precision=cfg.run.mixed_precision, kwargs_handlers=[ddp])
+    single_pass = whole_mini_batch_mechanisms(cfg)
+    if accelerator.num_processes > 1 and single_pass:
+        raise ValueError(
+            f"{', '.join(single_pass)} selects tokens over the whole mini-batch in one forward pass, which "
+            f"{accelerator.num_processes} processes cannot split: run it in one process"
+        )
+    return accelerator
 
 
-def _peak_memory_mb(device: torch.device) -> float:
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+_STATUS = Path("/proc/self/status")
+
+
+def reset_peak_memory(device: torch.device) -> None:
+    """Start measuring this process's peak memory afresh (CUDA: allocated; Linux CPU: resident set)."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    elif _CLEAR_REFS.exists():
+        _CLEAR_REFS.write_text("5")  # resets the resident-set high-water mark VmHWM
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """Peak memory since :func:`reset_peak_memory`, in MiB; on CPUs without that reset, the process's lifetime peak."""
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
+    if _CLEAR_REFS.exists() and _STATUS.exists():
+        for line in _STATUS.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
 def evaluate(
-    cfg: RLConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, task: TaskData, chat: bool, step: int
+    cfg: RLConfig,
+    policy: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    task: TaskData,
+    chat: bool,
+    step: int,
+    processes: Processes | None = None,
 ) -> dict[str, float]:
-    """Held-out accuracy per evaluation split and mode (greedy, one sample at T = 1); the final sets at the last step."""
+    """Held-out accuracy per evaluation split and mode (greedy, one sample at T = 1); the final sets at the last step.
+
+    ``processes`` split the problems of a multi-process run; every process returns the same accuracies.
+    """
     device = next(policy.parameters()).device
     metrics = {}
     for split, problems in task.held_out(final=step == cfg.run.steps).items():
         if not problems:
             continue
-        common = {"max_new_tokens": cfg.rollout.max_new_tokens, "chat": chat}
+        common = {"max_new_tokens": cfg.rollout.max_new_tokens, "chat": chat, "processes": processes}
         if "greedy" in cfg.run.eval_modes:
             metrics[f"eval/{split}/accuracy_greedy"] = accuracy(
                 policy, tokenizer, problems, task.verifier, greedy=True, **common
@@ -161,6 +202,7 @@ def _prepare_critic(
     task: TaskData,
     chat: bool,
     log_phase: Callable[[int, dict[str, float]], None],
+    processes: Processes,
 ) -> None:
     """The critic before RL: fitted as a reward model (``critic.init=reward_model``), then value-pretrained.
 
@@ -168,15 +210,16 @@ def _prepare_critic(
     critic-only updates towards Monte-Carlo returns. Every phase step's metrics go to ``log_phase``:
     ``reward_model/…`` and ``value_pretraining/…`` (the critic before that step's update, and its loss).
     """
+    policy, critic = accelerator.unwrap_model(learner.policy), accelerator.unwrap_model(learner.critic)
     if cfg.critic.init == "reward_model":
         for index in range(cfg.critic.reward_model_steps):
             seed = derive_seed(cfg.seed, "reward-model", index)
-            batch = collect_rollout(cfg, seed, learner.policy, tokenizer, task, chat, critic=learner.critic)
-            if batch.size:
+            batch = collect_rollout(cfg, seed, policy, tokenizer, task, chat, critic=critic, processes=processes)
+            if batch.size:  # every process fits the whole batch: the same gradient, averaged
                 log_phase(index, fit_reward_model(cfg, learner.critic, learner.critic_optimizer, accelerator, batch))
     for index in range(cfg.critic.pretrain_steps):
         seed = derive_seed(cfg.seed, "pretrain", index)
-        batch = collect_rollout(cfg, seed, learner.policy, tokenizer, task, chat, critic=learner.critic)
+        batch = collect_rollout(cfg, seed, policy, tokenizer, task, chat, critic=critic, processes=processes)
         if batch.size == 0:
             continue
         mask = batch.sequences.response_mask.float()
@@ -184,7 +227,15 @@ def _prepare_critic(
         targets = discounted_returns(rewards, mask, cfg.advantage.gamma)
         metrics = {
             **batch.metrics,
-            **update(cfg, dataclasses.replace(batch, returns=targets), learner, accelerator, seed, critic_only=True),
+            **update(
+                cfg,
+                dataclasses.replace(batch, returns=targets),
+                learner,
+                accelerator,
+                seed,
+                critic_only=True,
+                processes=processes,
+            ),
         }
         log_phase(
             index,
@@ -197,11 +248,17 @@ def _prepare_critic(
 
 
 def _critic_probe(
-    cfg: RLConfig, learner: Learner, tokenizer: PreTrainedTokenizerBase, task: TaskData, chat: bool
+    cfg: RLConfig,
+    models: tuple[PreTrainedModel, PreTrainedModel],
+    tokenizer: PreTrainedTokenizerBase,
+    task: TaskData,
+    chat: bool,
+    processes: Processes,
 ) -> dict[str, float]:
-    """The critic RL starts from, measured on a fresh rollout of the initial policy (no update)."""
+    """The critic RL starts from (``models``: policy, critic), measured on a fresh rollout of the initial policy."""
+    policy, critic = models
     batch = collect_rollout(
-        cfg, derive_seed(cfg.seed, "critic-probe"), learner.policy, tokenizer, task, chat, critic=learner.critic
+        cfg, derive_seed(cfg.seed, "critic-probe"), policy, tokenizer, task, chat, critic=critic, processes=processes
     )
     return {key: value for key, value in batch.metrics.items() if key.startswith("critic/")}
 
@@ -234,7 +291,8 @@ def train(
     task = _task_data(cfg, problems, eval_problems, verifier)
     warnings = warn_about(cfg, task.longest_response_tokens)
     accelerator = _accelerator(cfg)
-    resumed: Checkpoint | None = checkpoint_to_resume(out, cfg, on_config_change)
+    processes = Processes(accelerator)
+    resumed = _checkpoint_to_resume(out, cfg, on_config_change, accelerator)
     state = resumed.state() if resumed else {}
     source = dataclasses.replace(cfg.model, name_or_path=str(resumed.policy)) if resumed else cfg.model
 
@@ -251,80 +309,102 @@ def train(
         learner.critic, learner.critic_optimizer = accelerator.prepare(critic, critic_optimizer)
     reference = None
     if cfg.kl.coef > 0:
-        reference = accelerator.prepare(load_policy(cfg.model)).eval().requires_grad_(False)
+        reference = load_policy(cfg.model).eval().requires_grad_(False)
+        reference = accelerator.prepare_model(reference, evaluation_mode=True)
         learner.reference = reference
     kl_coef = state.get("kl_coef", cfg.kl.coef)
-    stale = _StalePolicy(policy, cfg.rollout.policy_staleness, state.get("snapshots"))
+    # Sampling, scoring and evaluation run the bare models (no DDP wrapper: they take no gradient).
+    bare_policy = accelerator.unwrap_model(policy)
+    bare_critic = accelerator.unwrap_model(learner.critic) if learner.critic is not None else None
+    stale = _StalePolicy(bare_policy, cfg.rollout.policy_staleness, state.get("snapshots"))
     if resumed:
         optimizer.load_state_dict(state["optimizer"])
         if learner.critic_optimizer is not None:
             learner.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        run_files.truncate_metrics(out, state["step"])
+        if processes.is_main:
+            run_files.truncate_metrics(out, state["step"])
 
-    out.mkdir(parents=True, exist_ok=True)  # only once the models load, so a bad model path leaves nothing behind
-    tags = run_tags(cfg, preset, accelerator.device)
-    if tracker is None:
+    main = processes.is_main
+    if main:
+        out.mkdir(parents=True, exist_ok=True)  # only once the models load, so a bad model path leaves nothing behind
+    tags = {**run_tags(cfg, preset, accelerator.device), "processes": str(processes.count)}
+    if not main:
+        tracker = NullTracker()
+    elif tracker is None:
         tracker = make_tracker(cfg.tracking, cfg.tracking.run_name or out.name, tags, state.get("tracker_run_id"))
-    if not resumed:
+    if not resumed and main:
         run_files.write_config(out, config_to_dict(cfg))
         run_files.write_json(out / run_files.RUN_FILE, {**tags, "warnings": warnings, "tracker_run_id": tracker.run_id})
         tracker.log_params(flatten(config_to_dict(cfg)))
         tracker.log_artifact(out / run_files.CONFIG_FILE)
 
     def checkpoint(step: int, train_seconds: float, samples_generated: int) -> Checkpoint:
-        return save_checkpoint(
-            out,
-            accelerator.unwrap_model(learner.policy),
-            tokenizer,
-            accelerator.unwrap_model(learner.critic) if learner.critic is not None else None,
-            {
-                "step": step,
-                "optimizer": optimizer.state_dict(),
-                "critic_optimizer": learner.critic_optimizer.state_dict() if learner.critic_optimizer else None,
-                "snapshots": list(stale.snapshots),
-                "train_seconds": train_seconds,
-                "samples_generated": samples_generated,
-                "kl_coef": kl_coef,
-                "tracker_run_id": tracker.run_id,
-            },
-        )
+        state = {
+            "step": step,
+            "optimizer": optimizer.state_dict(),
+            "critic_optimizer": learner.critic_optimizer.state_dict() if learner.critic_optimizer else None,
+            "snapshots": list(stale.snapshots),
+            "train_seconds": train_seconds,
+            "samples_generated": samples_generated,
+            "kl_coef": kl_coef,
+            "tracker_run_id": tracker.run_id,
+        }
+        # DDP keeps every process's weights and optimizer state identical: the main process writes them.
+        saved = save_checkpoint(out, bare_policy, tokenizer, bare_critic, state) if main else None
+        accelerator.wait_for_everyone()
+        return saved or latest_checkpoint(out)
 
     def log_step(step: int, metrics: dict[str, float]) -> None:
-        run_files.append_metrics(out, step, metrics)
+        if main:
+            run_files.append_metrics(out, step, metrics)
         tracker.log_metrics(metrics, step)
 
     def log_critic_phase(index: int, metrics: dict[str, float]) -> None:
-        run_files.append_metrics(out, index, metrics, run_files.CRITIC_METRICS_FILE)
+        if main:
+            run_files.append_metrics(out, index, metrics, run_files.CRITIC_METRICS_FILE)
         tracker.log_metrics(metrics, index)
 
     train_seconds = state.get("train_seconds", 0.0)
     samples_generated = state.get("samples_generated", 0)
     if not resumed:
-        run_files.clear(out, run_files.CRITIC_METRICS_FILE)  # left by an attempt killed before its first checkpoint
+        if main:
+            run_files.clear(out, run_files.CRITIC_METRICS_FILE)  # left by an attempt killed before its first checkpoint
         initial = {}
         if learner.critic is not None:
-            _prepare_critic(cfg, learner, accelerator, tokenizer, task, chat, log_critic_phase)
-            initial = _critic_probe(cfg, learner, tokenizer, task, chat)
-        log_step(0, {**initial, **evaluate(cfg, accelerator.unwrap_model(policy), tokenizer, task, chat, 0)})
+            _prepare_critic(cfg, learner, accelerator, tokenizer, task, chat, log_critic_phase, processes)
+            initial = _critic_probe(cfg, (bare_policy, bare_critic), tokenizer, task, chat, processes)
+        log_step(0, {**initial, **evaluate(cfg, bare_policy, tokenizer, task, chat, 0, processes)})
         latest = checkpoint(0, train_seconds, samples_generated)
     else:
         latest = resumed
 
     start = state.get("step", 0) + 1
-    with _progress(cfg.run.steps, start) as progress:
+    with _progress(cfg.run.steps, start, main) as progress:
         for step in range(start, cfg.run.steps + 1):
             step_started = time.perf_counter()
+            reset_peak_memory(accelerator.device)
             step_seed = derive_seed(cfg.seed, "step", step)
             for group in optimizer.param_groups:
                 group["lr"] = cfg.optim.lr * warmup_factor(step, cfg.optim.lr_warmup_steps)
             step_cfg = with_coef(cfg, kl_coef) if cfg.kl.controller == "adaptive" else cfg
             batch = collect_rollout(
-                step_cfg, step_seed, stale.current_sampler(), tokenizer, task, chat, reference, learner.critic, policy
+                step_cfg,
+                step_seed,
+                stale.current_sampler(),
+                tokenizer,
+                task,
+                chat,
+                reference,
+                bare_critic,
+                bare_policy,
+                processes,
             )
             update_started = time.perf_counter()
             samples_generated += int(batch.metrics["rollout/samples_generated"])
             metrics = {**batch.metrics, "rollout/samples_generated_total": float(samples_generated)}
-            metrics.update(update(step_cfg, batch, learner, accelerator, step_seed, stale.record_update))
+            metrics.update(
+                update(step_cfg, batch, learner, accelerator, step_seed, stale.record_update, processes=processes)
+            )
             if cfg.kl.controller == "adaptive" and batch.size:
                 mask = batch.sequences.response_mask.float()
                 kl_now = measured_kl(cfg, batch.old_logprobs, batch.ref_logprobs, mask)
@@ -338,11 +418,11 @@ def train(
                     "perf/train_tokens_per_s": trained_tokens / max(update_seconds, 1e-9),
                     "perf/step_seconds": time.perf_counter() - step_started,
                     "perf/train_seconds_total": train_seconds,
-                    "perf/peak_memory_mb": _peak_memory_mb(accelerator.device),
+                    "perf/peak_memory_mb": processes.maximum(peak_memory_mb(accelerator.device)),
                 }
             )
             if step == cfg.run.steps or (cfg.run.eval_every and step % cfg.run.eval_every == 0):
-                metrics.update(evaluate(cfg, accelerator.unwrap_model(policy), tokenizer, task, chat, step))
+                metrics.update(evaluate(cfg, bare_policy, tokenizer, task, chat, step, processes))
             log_step(step, metrics)
             if metrics["actor/nonfinite_skipped_frac"] > cfg.run.max_nonfinite_frac:
                 tracker.finish("FAILED")
@@ -366,16 +446,34 @@ def train(
             )
 
     final = _final_metrics(out, latest)
-    run_files.write_json(out / run_files.FINAL_FILE, final)
-    for name in (run_files.FINAL_FILE, run_files.METRICS_FILE, run_files.CRITIC_METRICS_FILE):
-        if (out / name).is_file():
-            tracker.log_artifact(out / name)
+    if main:
+        run_files.write_json(out / run_files.FINAL_FILE, final)
+        for name in (run_files.FINAL_FILE, run_files.METRICS_FILE, run_files.CRITIC_METRICS_FILE):
+            if (out / name).is_file():
+                tracker.log_artifact(out / name)
     tracker.finish("FINISHED")
+    accelerator.wait_for_everyone()
     return TrainResult(metrics=final, checkpoint=latest.policy, out=out)
 
 
-def _progress(total: int, start: int) -> tqdm:
-    return tqdm(total=total, initial=start - 1, desc="RL steps", unit="step")
+def _checkpoint_to_resume(
+    out: Path, cfg: RLConfig, on_config_change: OnConfigChange, accelerator: Accelerator
+) -> Checkpoint | None:
+    """:func:`checkpoint_to_resume`, decided by the main process first (it may discard the run), then by the others.
+
+    A config mismatch that fails the main process fails the others the same way, after it.
+    """
+    if accelerator.is_main_process:
+        try:
+            return checkpoint_to_resume(out, cfg, on_config_change)
+        finally:
+            accelerator.wait_for_everyone()
+    accelerator.wait_for_everyone()
+    return checkpoint_to_resume(out, cfg, on_config_change)
+
+
+def _progress(total: int, start: int, shown: bool) -> tqdm:
+    return tqdm(total=total, initial=start - 1, desc="RL steps", unit="step", disable=not shown)
 
 
 def _final_metrics(out: Path, latest: Checkpoint) -> dict:

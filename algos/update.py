@@ -4,14 +4,22 @@ Each mini-batch is one optimizer step. Its loss is normalised by the whole mini-
 denominators, so splitting it into micro-batches changes memory, not the gradient. An update whose
 loss or gradient norm is not finite is skipped (no optimizer step, gradients dropped) and counted,
 so a bad batch can never write NaNs into the weights or a checkpoint.
+
+In a multi-process run every process holds the whole rollout batch and runs an even share of each
+mini-batch's rows; the denominators stay the whole mini-batch's and each share's loss is multiplied
+by the process count, since DDP and FSDP average the gradients. Every process runs the same number
+of forward/backward passes (a process short of rows runs a pass that contributes nothing), metrics
+are merged over all processes' micro-batches, and an update is skipped everywhere when it is not
+finite anywhere.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -19,6 +27,7 @@ from accelerate import Accelerator
 from transformers import PreTrainedModel
 
 from algos.config import RLConfig
+from algos.distributed import Processes
 from algos.kl import full_kl
 from algos.logprobs import entropy_from_logits, token_logprobs
 from algos.loss import LossInputs, compose_loss, mini_batch_denominators
@@ -56,12 +65,32 @@ def warmup_factor(step: int, warmup_steps: int) -> float:
     return min(1.0, step / warmup_steps) if warmup_steps else 1.0
 
 
-def _micro_batches(cfg: RLConfig, rows: torch.Tensor, lengths: torch.Tensor) -> list[torch.Tensor]:
+def _micro_batches(cfg: RLConfig, rows: torch.Tensor, lengths: torch.Tensor, prompt_width: int) -> list[torch.Tensor]:
     """The mini-batch ``rows`` in passes of similar response lengths (``lengths``: (B,) of the whole batch)."""
     ordered = rows[lengths[rows].argsort(stable=True)]
     if cfg.optim.micro_batch_size:
         return list(ordered.split(cfg.optim.micro_batch_size))
+    if cfg.optim.micro_batch_tokens:
+        return token_budget_passes(ordered, lengths, prompt_width, cfg.optim.micro_batch_tokens)
     return [part for part in ordered.tensor_split(cfg.optim.length_buckets) if part.numel()]
+
+
+def token_budget_passes(
+    ordered: torch.Tensor, lengths: torch.Tensor, prompt_width: int, budget: int
+) -> list[torch.Tensor]:
+    """Split rows sorted by response length into passes of at most ``budget`` padded tokens each.
+
+    A pass of n rows costs n * (prompt_width + its longest response), the (rows, columns) its forward
+    pass runs on; ``ordered`` (R,) are row indices in ascending ``lengths`` (B,) order. A row that
+    alone exceeds the budget gets a pass of its own.
+    """
+    passes: list[list[int]] = [[]]
+    for row in ordered.tolist():
+        width = prompt_width + int(lengths[row])  # the longest so far, since rows come in ascending length
+        if passes[-1] and (len(passes[-1]) + 1) * width > budget:
+            passes.append([])
+        passes[-1].append(row)
+    return [torch.tensor(rows, dtype=ordered.dtype, device=ordered.device) for rows in passes if rows]
 
 
 def _merge_micro(metrics: list[tuple[dict[str, float], float]]) -> dict[str, float]:
@@ -80,7 +109,11 @@ def _grad_norm(parameters: list[torch.nn.Parameter], max_norm: float | None, acc
 
 
 def _optimizer_step(
-    cfg: RLConfig, learner: Learner, accelerator: Accelerator, finite_loss: bool, critic_only: bool
+    cfg: RLConfig,
+    learner: Learner,
+    accelerator: Accelerator,
+    finite_loss: bool,
+    critic_only: bool,
 ) -> dict[str, float]:
     metrics = {}
     pairs = [] if critic_only else [("actor", learner.policy, learner.optimizer)]
@@ -119,7 +152,9 @@ def _loss_inputs(
     elif cfg.kl_in_loss and cfg.kl.estimator == "full":
         logprobs, entropy, exact_kl = _logprobs_with_full_kl(cfg, learner, sequences)
     else:
-        logprobs, entropy = response_logprobs(learner.policy, sequences, cfg.rollout.temperature, with_entropy=True)
+        logprobs, entropy = response_logprobs(
+            learner.policy, sequences, cfg.rollout.temperature, with_entropy=True, share_prompts=_shares_prompts(cfg)
+        )
     if entropy is not None and not wants_entropy_grad:
         entropy = entropy.detach()
 
@@ -147,13 +182,22 @@ def _loss_inputs(
     )
 
 
+def _shares_prompts(cfg: RLConfig) -> bool:
+    """Whether the update's forward pass continues each row from its prompt's cache (see ``response_logits``).
+
+    Not under gradient checkpointing: a checkpointed layer runs without a cache in training mode, so
+    the joined prompt + response pass is used (the same logits, to float rounding).
+    """
+    return not cfg.model.gradient_checkpointing
+
+
 def _logprobs_with_full_kl(
     cfg: RLConfig, learner: Learner, sequences: SequenceBatch
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Log-probabilities, entropies and the exact per-token KL to the reference, all (B, T), from one policy pass."""
     if learner.reference is None:
         raise ValueError("kl.estimator=full needs the reference policy in the learner")
-    logits = response_logits(learner.policy, sequences) / cfg.rollout.temperature  # (B, T, V)
+    logits = response_logits(learner.policy, sequences, _shares_prompts(cfg)) / cfg.rollout.temperature  # (B, T, V)
     with torch.no_grad():
         reference = torch.log_softmax(
             response_logits(learner.reference, sequences).float() / cfg.rollout.temperature, -1
@@ -170,20 +214,24 @@ def update(
     step_seed: int,
     after_optimizer_step: Callable[[], None] = lambda: None,
     critic_only: bool = False,
+    processes: Processes | None = None,
 ) -> dict[str, float]:
     """Run E epochs of M mini-batch updates on ``batch``; return step metrics averaged over updates.
 
     ``critic_only`` trains the value model alone (value pretraining): the policy terms are computed
     on the sampling log-probabilities, so they carry no gradient, and only the critic steps.
+    ``processes``: the processes of a multi-process run, each holding the same ``batch``.
     """
     if batch.size == 0:
         return {"actor/nonfinite_skipped": 0.0, "actor/nonfinite_skipped_frac": 0.0}
+    processes = processes or Processes()
     learner.policy.train()
     if learner.critic is not None:
         learner.critic.train()
     updates: list[dict[str, float]] = []
     token_values: dict[str, list[torch.Tensor]] = defaultdict(list)
     lengths = batch.sequences.response_mask.sum(dim=-1)  # (B,)
+    prompt_width = batch.sequences.prompt_ids.shape[1]
     token_draws = torch.Generator().manual_seed(derive_seed(step_seed, "token-draws"))  # Clip-Cov's choices
     for epoch in range(cfg.optim.epochs):
         generator = torch.Generator().manual_seed(derive_seed(step_seed, "epoch", epoch))
@@ -192,19 +240,26 @@ def update(
             denominators = mini_batch_denominators(
                 cfg, batch.sequences.response_mask[rows].float(), batch.truncated[rows], batch.correct[rows]
             )
+            micro = _micro_batches(cfg, rows[processes.share(len(rows))], lengths, prompt_width)
+            passes = int(processes.maximum(len(micro)))
             micro_metrics, finite = [], True
-            for micro in _micro_batches(cfg, rows, lengths):
-                with accelerator.autocast():
-                    inputs = _loss_inputs(cfg, batch, micro, learner, critic_only, token_draws)
+            for index in range(passes):
+                real = index < len(micro)
+                part = micro[index] if real else rows[:1]  # a pass of no weight keeps the processes in step
+                with _gradient_sync(accelerator, learner, last=index == passes - 1), accelerator.autocast():
+                    inputs = _loss_inputs(cfg, batch, part, learner, critic_only, token_draws)
                     output = compose_loss(cfg, inputs, denominators)
-                finite = finite and bool(torch.isfinite(output.total))
-                if finite:
-                    accelerator.backward(output.total if not critic_only else output.value)
-                micro_metrics.append((output.metrics, float(batch.sequences.response_mask[micro].sum())))
-                for key, values in output.token_values.items():
-                    token_values[key].append(values)
-            metrics = _merge_micro(micro_metrics)
-            metrics.update(_optimizer_step(cfg, learner, accelerator, finite, critic_only))
+                    loss = output.total if not critic_only else output.value
+                    finite = finite and (not real or bool(torch.isfinite(loss)))
+                    # Every pass runs backward, so the processes reduce gradients together; a non-finite
+                    # loss is caught by the skipped optimizer step.
+                    accelerator.backward(loss * (processes.count if real else 0.0))
+                if real:
+                    micro_metrics.append((output.metrics, float(batch.sequences.response_mask[part].sum())))
+                    for key, values in output.token_values.items():
+                        token_values[key].append(values)
+            metrics = _merge_micro(processes.gather(micro_metrics))
+            metrics.update(_optimizer_step(cfg, learner, accelerator, processes.all_true(finite), critic_only))
             updates.append(metrics)
             if not critic_only:
                 after_optimizer_step()
@@ -214,8 +269,20 @@ def update(
     if critic_only:
         return {key: value for key, value in step_metrics.items() if key.startswith("critic/")}
     step_metrics["actor/approx_kl_old_max"] = max(u["actor/approx_kl_old"] for u in updates)
-    step_metrics.update(token_statistics(token_values))
+    gathered = {key: processes.gather(values) for key, values in sorted(token_values.items())}
+    step_metrics.update(token_statistics(gathered))
     return step_metrics
+
+
+@contextlib.contextmanager
+def _gradient_sync(accelerator: Accelerator, learner: Learner, last: bool) -> Iterator[None]:
+    """Gradients are reduced across processes only in a mini-batch's last pass (DDP's and FSDP's no_sync)."""
+    with contextlib.ExitStack() as stack:
+        if not last:
+            for model in (learner.policy, learner.critic):
+                if model is not None:
+                    stack.enter_context(accelerator.no_sync(model))
+        yield
 
 
 def token_statistics(token_values: dict[str, list[torch.Tensor]]) -> dict[str, float]:

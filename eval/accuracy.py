@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from algos.generation import generate
+from algos.distributed import Processes, generate_share
 from algos.models import encode_prompts
 from eval.records import Problem
 
@@ -27,8 +27,14 @@ def responses(
     batch_size: int = 128,
     generator: torch.Generator | None = None,
     top_p: float = 1.0,
+    processes: Processes | None = None,
 ) -> list[str]:
-    """One response text per problem: greedy decoding, or one sample at ``temperature`` and nucleus ``top_p``."""
+    """One response text per problem: greedy decoding, or one sample at ``temperature`` and nucleus ``top_p``.
+
+    ``processes``: the processes of a multi-process run, which split every batch of problems and all
+    get every text (the same texts as one process's).
+    """
+    processes = processes or Processes()
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -36,19 +42,21 @@ def responses(
     for start in range(0, len(problems), batch_size):
         chunk = problems[start : start + batch_size]
         prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat)
-        result = generate(
+        result = generate_share(
+            processes,
             model,
             prompt_ids.to(device),
             prompt_mask.to(device),
-            max_new_tokens,
-            tokenizer.eos_token_id,
-            tokenizer.pad_token_id,
+            processes.share(len(chunk)),
+            max_new_tokens=max_new_tokens,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
             temperature=temperature,
             top_p=top_p,
             greedy=greedy,
             generator=generator,
         )
-        texts += tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
+        texts += processes.gather(tokenizer.batch_decode(result.response_ids, skip_special_tokens=True))
     model.train(was_training)
     return texts
 
@@ -64,9 +72,21 @@ def accuracy(
     chat: bool = False,
     batch_size: int = 128,
     generator: torch.Generator | None = None,
+    processes: Processes | None = None,
 ) -> float:
     """Fraction of ``problems`` answered correctly: greedy decoding, or one sample at ``temperature``."""
-    texts = responses(model, tokenizer, problems, max_new_tokens, greedy, temperature, chat, batch_size, generator)
+    texts = responses(
+        model,
+        tokenizer,
+        problems,
+        max_new_tokens,
+        greedy,
+        temperature,
+        chat,
+        batch_size,
+        generator,
+        processes=processes,
+    )
     return share_correct(texts, problems, verifier)
 
 

@@ -96,3 +96,13 @@ def test_the_benchmarks_target_scores_the_configured_hub_model_then_reports(tmp_
     assert "--benchmark math500 --hub-id HuggingFaceH4/MATH-500 --out" in result.stdout
     assert "--benchmark aime24  --out" in result.stdout  # aime24 still from the local directory
     assert "Reporting benchmark scores" in result.stdout and "algos.sft" not in result.stdout
+
+
+def test_training_processes_launch_each_run_under_accelerate(tmp_path):
+    (tmp_path / "training.yaml").write_text(
+        "training:\n  processes: 4\n  accelerate_config: experiments/accelerate/fsdp2.yaml\n"
+    )
+    result = snakemake("ablations", "-n", "-p", "--configfile", str(tmp_path / "training.yaml"))
+    assert result.returncode == 0, result.stderr
+    command = "accelerate launch --config_file experiments/accelerate/fsdp2.yaml --num_processes 4 -m algos.train"
+    assert command in result.stdout

@@ -16,14 +16,15 @@ rule train_row:
         budget=budget_options,
         model=start_model,
         run="results/runs/{spec}/{row}/seed{seed}",
+        train=TRAIN_COMMAND,
     wildcard_constraints:
         seed=r"\d+",
-    threads: 1
+    threads: TRAIN_PROCESSES
     message:
         "Training {wildcards.spec} / {wildcards.row} / seed {wildcards.seed}"
     shell:
         "mkdir -p {params.run} && python -m algos.ablations --spec {wildcards.spec} --row {wildcards.row} {params.budget} "
-        "> {params.run}/row_config.yaml 2> {log} && OMP_NUM_THREADS={threads} python -m algos.train "
+        "> {params.run}/row_config.yaml 2> {log} && OMP_NUM_THREADS=1 {params.train} "
         "--config {params.run}/row_config.yaml --out {params.run} --on-config-change restart "
         "model.name_or_path={params.model} seed={wildcards.seed} "
         "tracking.experiment={wildcards.spec} tracking.parent_run={wildcards.row} tracking.run_name=seed{wildcards.seed} "

@@ -37,6 +37,14 @@ for _spec in config["ablations"]["specs"]:
     spec_named(_spec).check_budget(BUDGET)  # a bad spec or budget fails here, before any job starts
 for _preset in BUDGET.tuned:
     BUDGET.tuned_settings(_preset)  # likewise an unknown tuned key
+TRAIN_PROCESSES = config["training"]["processes"]
+TRAIN_COMMAND = (
+    "python -m algos.train"
+    if TRAIN_PROCESSES == 1
+    else f"accelerate launch --config_file {shlex.quote(config['training']['accelerate_config'])} "
+    f"--num_processes {TRAIN_PROCESSES} -m algos.train"
+)
+"""How a training job starts: one process, or ``training.processes`` under accelerate."""
 SWEEP_STORAGE_OPTION = f"--storage {shlex.quote(config['sweeps']['storage'])}" if config["sweeps"]["storage"] else ""
 for _sweep in config["sweeps"]["specs"]:
     read_sweep(_sweep)  # likewise a bad search space

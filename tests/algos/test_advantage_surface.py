@@ -112,7 +112,7 @@ def test_default_reward_is_the_correctness_value_and_the_penalty_factor_scales_s
             ["policy_loss.objective=gmpo", "policy_loss.ratio_level=sequence"],
             "policy_loss.objective=gmpo builds its sequence weight",
         ),
-        (["policy_loss.objective=clip_cov"], "set optim.length_buckets=1 and leave optim.micro_batch_size unset"),
+        (["policy_loss.objective=clip_cov"], "set optim.length_buckets=1 and leave optim.micro_batch_size and optim.micro_batch_tokens unset"),
         (["policy_loss.objective=sapo", "policy_loss.dual_clip_c=3"], "unset policy_loss.dual_clip_c"),
         (["rollout.correction=truncate"], "rollout.correction=truncate corrects for a sampler other than the learner"),
         (

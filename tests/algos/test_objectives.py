@@ -164,11 +164,13 @@ def test_kl_kinds():
     assert_close(full_kl(policy, reference), torch.tensor([[0.5 * math.log(2) + 0.5 * math.log(2 / 3)]]))
 
 
-def test_token_sum_and_process_scaling():
+def test_token_sum_and_global_counts():
     loss = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
     mask = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
     assert aggregate(loss, mask, "token_sum", Normalizer.from_mask(mask)).item() == 8.0
-    assert aggregate(loss, mask, "token_mean", Normalizer(3.0, 2.0, processes=2)).item() == pytest.approx(16 / 3)
+    assert aggregate(loss, mask, "token_mean", Normalizer(6.0, 4.0)).item() == pytest.approx(
+        8 / 6
+    )  # a share of 6 tokens
 
 
 def test_adaptive_kl_controller_hand_values():

@@ -327,15 +327,16 @@ def test_adaptive_kl_controller():
 
 @pytest.mark.parametrize("mode", ["token_mean", "token_sum", "seq_mean_token_mean", "seq_mean_token_sum"])
 def test_global_denominators_with_data_parallel_scaling(mode):
-    """Two processes: each aggregates its half with the global counts, times 2; verl's agg_loss with dp_size=2."""
+    """Two processes: each aggregates its half with the global counts, and the update multiplies it by the process
+    count (2) before DDP averages the gradients; verl's agg_loss with dp_size=2."""
     lengths = torch.randint(1, T + 1, (B,))
     mask = (torch.arange(T) < lengths.unsqueeze(-1)).double()
     loss = torch.randn(B, T)
     mine_total, theirs_total = 0.0, 0.0
     for part in range(2):
         rows = slice(part * B // 2, (part + 1) * B // 2)
-        normalizer = Normalizer(float(mask.sum()), float(B), processes=2)
-        mine = aggregate(loss[rows], mask[rows], mode, normalizer)
+        normalizer = Normalizer(float(mask.sum()), float(B))
+        mine = aggregate(loss[rows], mask[rows], mode, normalizer) * 2
         theirs = core_algos.agg_loss(
             loss[rows], mask[rows], mode.replace("_", "-"), dp_size=2, batch_num_tokens=mask.sum(), global_batch_size=B
         )
