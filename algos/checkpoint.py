@@ -46,14 +46,19 @@ def save_checkpoint(
     tokenizer: PreTrainedTokenizerBase,
     critic: PreTrainedModel | None,
     state: dict[str, Any],
+    weights: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor] | None] | None = None,
 ) -> Checkpoint:
-    """Write a checkpoint of the run in ``out`` and return it."""
+    """Write a checkpoint of the run in ``out`` and return it.
+
+    weights: the (policy, critic) state dicts to save, when the models hold only shards of them (FSDP).
+    """
+    policy_weights, critic_weights = weights or (None, None)
     final, partial, previous = (out / f"{CHECKPOINT_DIR}{suffix}" for suffix in ("", ".partial", ".previous"))
     shutil.rmtree(partial, ignore_errors=True)
-    policy.save_pretrained(partial / POLICY_DIR)
+    policy.save_pretrained(partial / POLICY_DIR, state_dict=policy_weights)
     tokenizer.save_pretrained(partial / POLICY_DIR)
     if critic is not None:
-        critic.save_pretrained(partial / CRITIC_DIR)
+        critic.save_pretrained(partial / CRITIC_DIR, state_dict=critic_weights)
     torch.save(state, partial / STATE_FILE)
     shutil.rmtree(previous, ignore_errors=True)
     if final.exists():

@@ -81,6 +81,28 @@ class Processes:
         return BatchShard(rows.start, total, self.all_true)
 
 
+def full_optimizer_state(accelerator: Accelerator, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+    """The optimizer's whole state for a checkpoint (every process calls it; FSDP gathers the shards)."""
+    if not accelerator.is_fsdp2:
+        return optimizer.state_dict()  # DDP: every process holds the same whole state
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_optimizer_state_dict(model, optimizer, options=options)
+
+
+def load_full_optimizer_state(
+    accelerator: Accelerator, model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict
+) -> None:
+    """Load a state written by :func:`full_optimizer_state` (under FSDP, each process keeps its shard of it)."""
+    if not accelerator.is_fsdp2:
+        optimizer.load_state_dict(state)
+        return
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+    set_optimizer_state_dict(model, optimizer, state, options=StateDictOptions(full_state_dict=True))
+
+
 def generate_share(
     processes: Processes,
     model: PreTrainedModel,

@@ -49,7 +49,7 @@ from algos import run_files
 from algos.advantages import discounted_returns
 from algos.checkpoint import Checkpoint, latest_checkpoint, save_checkpoint
 from algos.config import RLConfig, whole_mini_batch_mechanisms
-from algos.distributed import Processes
+from algos.distributed import Processes, full_optimizer_state, load_full_optimizer_state
 from algos.guardrails import warn_about
 from algos.kl_control import adapted_coef, measured_kl, with_coef
 from algos.models import ModelNotFoundError, load_critic, load_policy, load_tokenizer, uses_chat_template
@@ -111,6 +111,11 @@ def _accelerator(cfg: RLConfig) -> Accelerator:
         raise ValueError(
             f"{', '.join(single_pass)} selects tokens over the whole mini-batch in one forward pass, which "
             f"{accelerator.num_processes} processes cannot split: run it in one process"
+        )
+    if accelerator.is_fsdp2 and cfg.rollout.policy_staleness:
+        raise ValueError(
+            "rollout.policy_staleness keeps whole copies of past weights, which FSDP shards: use DDP "
+            "(experiments/accelerate/ddp.yaml) or set rollout.policy_staleness=0"
         )
     return accelerator
 
@@ -318,9 +323,9 @@ def train(
     bare_critic = accelerator.unwrap_model(learner.critic) if learner.critic is not None else None
     stale = _StalePolicy(bare_policy, cfg.rollout.policy_staleness, state.get("snapshots"))
     if resumed:
-        optimizer.load_state_dict(state["optimizer"])
+        load_full_optimizer_state(accelerator, policy, optimizer, state["optimizer"])
         if learner.critic_optimizer is not None:
-            learner.critic_optimizer.load_state_dict(state["critic_optimizer"])
+            load_full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer, state["critic_optimizer"])
         if processes.is_main:
             run_files.truncate_metrics(out, state["step"])
 
@@ -341,16 +346,24 @@ def train(
     def checkpoint(step: int, train_seconds: float, samples_generated: int) -> Checkpoint:
         state = {
             "step": step,
-            "optimizer": optimizer.state_dict(),
-            "critic_optimizer": learner.critic_optimizer.state_dict() if learner.critic_optimizer else None,
+            "optimizer": full_optimizer_state(accelerator, policy, optimizer),
+            "critic_optimizer": (
+                full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer)
+                if learner.critic_optimizer
+                else None
+            ),
             "snapshots": list(stale.snapshots),
             "train_seconds": train_seconds,
             "samples_generated": samples_generated,
             "kl_coef": kl_coef,
             "tracker_run_id": tracker.run_id,
         }
-        # DDP keeps every process's weights and optimizer state identical: the main process writes them.
-        saved = save_checkpoint(out, bare_policy, tokenizer, bare_critic, state) if main else None
+        # Every process takes part in gathering the state (FSDP holds shards); the main process writes it.
+        weights = None
+        if accelerator.is_fsdp2:
+            critic_weights = accelerator.get_state_dict(learner.critic) if learner.critic is not None else None
+            weights = (accelerator.get_state_dict(policy), critic_weights)
+        saved = save_checkpoint(out, bare_policy, tokenizer, bare_critic, state, weights) if main else None
         accelerator.wait_for_everyone()
         return saved or latest_checkpoint(out)
 

@@ -141,6 +141,7 @@ def _loss_inputs(
     rows: torch.Tensor,
     learner: Learner,
     critic_only: bool,
+    share_prompts: bool,
     token_draws: torch.Generator | None = None,
 ) -> LossInputs:
     width = int(batch.sequences.response_mask[rows].sum(dim=-1).max())  # this pass's longest response
@@ -150,10 +151,10 @@ def _loss_inputs(
     if critic_only:
         logprobs, entropy = batch.old_logprobs[rows, :width], None
     elif cfg.kl_in_loss and cfg.kl.estimator == "full":
-        logprobs, entropy, exact_kl = _logprobs_with_full_kl(cfg, learner, sequences)
+        logprobs, entropy, exact_kl = _logprobs_with_full_kl(cfg, learner, sequences, share_prompts)
     else:
         logprobs, entropy = response_logprobs(
-            learner.policy, sequences, cfg.rollout.temperature, with_entropy=True, share_prompts=_shares_prompts(cfg)
+            learner.policy, sequences, cfg.rollout.temperature, with_entropy=True, share_prompts=share_prompts
         )
     if entropy is not None and not wants_entropy_grad:
         entropy = entropy.detach()
@@ -182,22 +183,24 @@ def _loss_inputs(
     )
 
 
-def _shares_prompts(cfg: RLConfig) -> bool:
+def _shares_prompts(cfg: RLConfig, accelerator: Accelerator) -> bool:
     """Whether the update's forward pass continues each row from its prompt's cache (see ``response_logits``).
 
-    Not under gradient checkpointing: a checkpointed layer runs without a cache in training mode, so
-    the joined prompt + response pass is used (the same logits, to float rounding).
+    Not under gradient checkpointing: a checkpointed layer runs without a cache in training mode. Not
+    under FSDP either, where every process must run the same number of forward calls and a pass of
+    one-token responses would run one instead of two. The joined prompt + response pass is then
+    used (the same logits, to float rounding).
     """
-    return not cfg.model.gradient_checkpointing
+    return not cfg.model.gradient_checkpointing and not accelerator.is_fsdp2
 
 
 def _logprobs_with_full_kl(
-    cfg: RLConfig, learner: Learner, sequences: SequenceBatch
+    cfg: RLConfig, learner: Learner, sequences: SequenceBatch, share_prompts: bool
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Log-probabilities, entropies and the exact per-token KL to the reference, all (B, T), from one policy pass."""
     if learner.reference is None:
         raise ValueError("kl.estimator=full needs the reference policy in the learner")
-    logits = response_logits(learner.policy, sequences, _shares_prompts(cfg)) / cfg.rollout.temperature  # (B, T, V)
+    logits = response_logits(learner.policy, sequences, share_prompts) / cfg.rollout.temperature  # (B, T, V)
     with torch.no_grad():
         reference = torch.log_softmax(
             response_logits(learner.reference, sequences).float() / cfg.rollout.temperature, -1
@@ -233,6 +236,7 @@ def update(
     lengths = batch.sequences.response_mask.sum(dim=-1)  # (B,)
     prompt_width = batch.sequences.prompt_ids.shape[1]
     token_draws = torch.Generator().manual_seed(derive_seed(step_seed, "token-draws"))  # Clip-Cov's choices
+    share_prompts = _shares_prompts(cfg, accelerator)
     for epoch in range(cfg.optim.epochs):
         generator = torch.Generator().manual_seed(derive_seed(step_seed, "epoch", epoch))
         order = torch.randperm(batch.size, generator=generator).to(batch.correct.device)
@@ -247,7 +251,7 @@ def update(
                 real = index < len(micro)
                 part = micro[index] if real else rows[:1]  # a pass of no weight keeps the processes in step
                 with _gradient_sync(accelerator, learner, last=index == passes - 1), accelerator.autocast():
-                    inputs = _loss_inputs(cfg, batch, part, learner, critic_only, token_draws)
+                    inputs = _loss_inputs(cfg, batch, part, learner, critic_only, share_prompts, token_draws)
                     output = compose_loss(cfg, inputs, denominators)
                     loss = output.total if not critic_only else output.value
                     finite = finite and (not real or bool(torch.isfinite(loss)))
