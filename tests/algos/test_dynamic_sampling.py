@@ -37,7 +37,7 @@ class ScriptedRounds:
     def __init__(self, informative):
         self.informative, self.calls = list(informative), []
 
-    def __call__(self, cfg, model, tokenizer, task, chat, seed, prompts):
+    def __call__(self, cfg, model, tokenizer, task, chat, seed, prompts, processes):
         self.calls.append(prompts)
         mixed = min(self.informative[len(self.calls) - 1], prompts)
         correct = torch.tensor(([True, False] * mixed) + [False, False] * (prompts - mixed))
