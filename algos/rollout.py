@@ -157,6 +157,15 @@ def grade(
     return correct, outcome_scores(cfg, correct, lengths, truncated, scorable)
 
 
+def _budget(cfg: RLConfig, tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:
+    """The generation length and special tokens every rollout generation uses."""
+    return {
+        "max_new_tokens": cfg.rollout.max_new_tokens,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+    }
+
+
 def _greedy_baselines(
     cfg: RLConfig,
     model: PreTrainedModel,
@@ -172,17 +181,7 @@ def _greedy_baselines(
 
     prompt_ids, prompt_mask: (P, T_prompt), every process's prompts; answers: this process's.
     """
-    result = generate_share(
-        processes,
-        model,
-        prompt_ids,
-        prompt_mask,
-        prompts,
-        max_new_tokens=cfg.rollout.max_new_tokens,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        greedy=True,
-    )
+    result = generate_share(processes, model, prompt_ids, prompt_mask, prompts, greedy=True, **_budget(cfg, tokenizer))
     texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
     return grade(cfg, task, texts, answers, result.lengths, result.truncated)[1]
 
@@ -204,9 +203,10 @@ def _sample_round(
     device = next(model.parameters()).device
     mine = processes.share(prompts)  # this process's groups
     rows = slice(mine.start * group, mine.stop * group)
+    my_problems = problems[mine]
     baselines = None
     if cfg.advantage.estimator == "remax":
-        answers = [p.answer for p in problems[mine]]
+        answers = [p.answer for p in my_problems]
         greedy = _greedy_baselines(
             cfg, model, tokenizer, task, prompt_ids.to(device), prompt_mask.to(device), answers, processes, mine
         )
@@ -220,15 +220,13 @@ def _sample_round(
         prompt_ids,
         prompt_mask,
         rows,
-        max_new_tokens=cfg.rollout.max_new_tokens,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
         temperature=cfg.rollout.temperature,
         top_p=cfg.rollout.top_p,
         generator=generator,
+        **_budget(cfg, tokenizer),
     )
     texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
-    answers = [p.answer for p in problems[mine] for _ in range(group)]
+    answers = [p.answer for p in my_problems for _ in range(group)]
     correct, scores = grade(cfg, task, texts, answers, result.lengths, result.truncated)
     share = _Sampled(
         SequenceBatch(prompt_ids[rows], prompt_mask[rows], result.response_ids, result.response_mask),

@@ -299,6 +299,7 @@ def train(
     processes = Processes(accelerator)
     resumed = _checkpoint_to_resume(out, cfg, on_config_change, accelerator)
     state = resumed.state() if resumed else {}
+    main = processes.is_main
     source = dataclasses.replace(cfg.model, name_or_path=str(resumed.policy)) if resumed else cfg.model
 
     tokenizer = load_tokenizer(cfg.model)
@@ -326,10 +327,9 @@ def train(
         load_full_optimizer_state(accelerator, policy, optimizer, state["optimizer"])
         if learner.critic_optimizer is not None:
             load_full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer, state["critic_optimizer"])
-        if processes.is_main:
+        if main:
             run_files.truncate_metrics(out, state["step"])
 
-    main = processes.is_main
     if main:
         out.mkdir(parents=True, exist_ok=True)  # only once the models load, so a bad model path leaves nothing behind
     tags = {**run_tags(cfg, preset, accelerator.device), "processes": str(processes.count)}

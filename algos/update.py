@@ -109,11 +109,7 @@ def _grad_norm(parameters: list[torch.nn.Parameter], max_norm: float | None, acc
 
 
 def _optimizer_step(
-    cfg: RLConfig,
-    learner: Learner,
-    accelerator: Accelerator,
-    finite_loss: bool,
-    critic_only: bool,
+    cfg: RLConfig, learner: Learner, accelerator: Accelerator, finite_loss: bool, critic_only: bool
 ) -> dict[str, float]:
     metrics = {}
     pairs = [] if critic_only else [("actor", learner.policy, learner.optimizer)]
