@@ -1,4 +1,6 @@
 # The pipeline's table of contents: configuration, rule files and targets.
+import os
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -8,6 +10,11 @@ configfile: f"{workflow.basedir}/experiments/config.yaml"
 
 
 validate(config, "experiments/config.schema.yaml")
+os.environ.update(RL_KERNELS=config["kernels"])  # before the rule files import algos, which pins by it
+
+
+envvars:
+    "RL_KERNELS",  # passed on to every job, also on a cluster
 
 
 include: "experiments/rules/common.smk"

@@ -1,7 +1,8 @@
 """The plain files every run writes to its output directory, readable without MLflow.
 
 config.yaml          the resolved config
-run.json             tags: preset, seed, config hash, git commit, package versions, hardware
+run.json             tags: preset, seed, config hash, git commit, package versions, hardware; the environment
+                     (CPU, kernels in use, threads, every package: algos.provenance.environment)
 metrics.jsonl        one JSON object per logged step: {"step": n, "<metric>": value, ...}
 critic_metrics.jsonl the critic's reward-model fit and value pretraining before RL, one object per phase step
 final_metrics.json   held-out accuracies of the base and of the final policy, checkpoint path

@@ -16,7 +16,8 @@ pretrained LLMs are before RL: the reasoning is there but not reliably used.
 
 The directory written holds the model and tokenizer (``save_pretrained``, loadable with
 ``AutoModelForCausalLM`` / ``AutoTokenizer``) and ``base_model.json`` with the recipe and what the
-task gives RL to act on, measured on the base's own samples (:mod:`eval.task_properties`).
+task gives RL to act on, measured on the base's own samples (:mod:`eval.task_properties`), and
+``environment.json`` with the machine and software it was built on (:func:`algos.provenance.environment`).
 
 Command line: ``python -m algos.sft --out results/base_model [--task chain] [--worked-steps 900] [--seed 0]``.
 """
@@ -38,6 +39,7 @@ from tqdm import tqdm
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerBase
 
 from algos.config import _STRICT, PositiveInt, Probability, TaskConfig
+from algos.provenance import environment
 from eval.accuracy import accuracy
 from eval.checked_chain import CheckedChainTask, TeacherStyle, teacher_response
 from eval.records import Problem
@@ -47,6 +49,7 @@ from eval.tasks import DIFFICULTY, BuiltinTask, make_task
 from eval.tokenizer import build_tokenizer
 
 RECIPE_FILE = "base_model.json"
+ENVIRONMENT_FILE = "environment.json"  # beside the recipe, which stays byte-identical across machines
 IGNORE_INDEX = -100
 
 
@@ -319,6 +322,7 @@ def build_base_model(recipe: BaseModelRecipe, out: Path) -> dict:
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     (out / RECIPE_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    (out / ENVIRONMENT_FILE).write_text(json.dumps(environment(), indent=2) + "\n")
     return record
 
 

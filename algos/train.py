@@ -54,7 +54,7 @@ from algos.guardrails import warn_about
 from algos.kl_control import adapted_coef, measured_kl, with_coef
 from algos.models import ModelNotFoundError, load_critic, load_policy, load_tokenizer, uses_chat_template
 from algos.presets import ConfigError, config_to_dict, flatten, load_config
-from algos.provenance import run_tags
+from algos.provenance import environment, run_tags
 from algos.resume import ON_CONFIG_CHANGE, OnConfigChange, checkpoint_to_resume
 from algos.reward_model import fit_reward_model
 from algos.rewards import token_rewards
@@ -339,7 +339,10 @@ def train(
         tracker = make_tracker(cfg.tracking, cfg.tracking.run_name or out.name, tags, state.get("tracker_run_id"))
     if not resumed and main:
         run_files.write_config(out, config_to_dict(cfg))
-        run_files.write_json(out / run_files.RUN_FILE, {**tags, "warnings": warnings, "tracker_run_id": tracker.run_id})
+        run_files.write_json(
+            out / run_files.RUN_FILE,
+            {**tags, "warnings": warnings, "tracker_run_id": tracker.run_id, "environment": environment()},
+        )
         tracker.log_params(flatten(config_to_dict(cfg)))
         tracker.log_artifact(out / run_files.CONFIG_FILE)
 
