@@ -32,11 +32,17 @@ rule all:
 
 
 rule ablations:
-    """Every configured ablation spec: each row trained with every seed, then its report."""
+    """Every configured ablation spec: each row trained with every seed (or its seed plan's), then its report."""
     input:
-        [run for spec in config["ablations"]["specs"] for run in spec_runs(spec)],
+        lambda wildcards: [run for spec in config["ablations"]["specs"] for run in spec_runs(spec)],
         expand("results/reports/{spec}.html", spec=config["ablations"]["specs"]),
         expand("results/reports/{spec}.mlflow.json", spec=config["ablations"]["specs"]),
+
+
+rule calibration:
+    """One row trained with many seeds; the verdict procedure's false-positive rate on its A/A splits."""
+    input:
+        "results/reports/calibration.html",
 
 
 rule compare:
@@ -58,6 +64,8 @@ rule report:
         specs=config["ablations"]["specs"],
         seeds=config["ablations"]["seeds"],
         benchmarks=ABLATION_BENCHMARK_OPTIONS,
+        adjust=config["ablations"]["adjust"],
+        planned=[spec for spec in config["ablations"]["specs"] if planned(spec)],
     log:
         "results/logs/report/all.log",
     conda:
@@ -65,8 +73,10 @@ rule report:
     message:
         "Re-rendering the ablation reports from finished runs"
     shell:
-        "for spec in {params.specs}; do python -m reports.ablation --spec $spec --runs results/runs "
-        "--out results/reports --seeds {params.seeds} {params.benchmarks} || exit 1; done > {log} 2>&1"
+        "for spec in {params.specs}; do plan=; case ' {params.planned} ' in *\" $spec \"*) "
+        "plan=\"--plan results/plans/$spec.json\";; esac; python -m reports.ablation --spec $spec --runs results/runs "
+        "--out results/reports --seeds {params.seeds} --adjust {params.adjust} $plan {params.benchmarks} || exit 1; "
+        "done > {log} 2>&1"
 
 
 rule benchmarks:

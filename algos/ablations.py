@@ -42,6 +42,7 @@ import argparse
 import dataclasses
 import difflib
 import functools
+import math
 import re
 import sys
 from collections.abc import Mapping
@@ -53,7 +54,7 @@ import yaml
 from pydantic import ValidationError
 
 from algos.config import RLConfig
-from algos.metrics import METRICS
+from algos.metrics import METRICS, metric_unit
 from algos.presets import (
     ConfigError,
     checked_settings,
@@ -72,6 +73,12 @@ REQUIRED = ("title", "paper", "paper_metric", "kind", "preset", "rows")
 DEFAULT_METRIC = "eval/test/accuracy_t1"
 DIRECTIONS = ("up", "down")
 ENDPOINT_FIELDS = ("metric", "window", "direction", "source")
+OPTIONAL_ENDPOINT_FIELDS = ("smallest_effect",)
+PLAN_FIELDS = ("pilot_seeds", "budget", "smallest_effect")
+DURATION_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+EFFECT_UNITS = {"share": {"points": 0.01, "%": 0.01}, "tokens": {"tokens": 1.0}, "value": {}}
+"""Metric unit -> the units a smallest effect may be written in, and what one of them is in the metric's units."""
+QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(\S+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,7 @@ class Endpoint:
     window: tuple[int, int]
     direction: str
     source: str
+    smallest_effect: float | None = None
 
     def scaled(self, factor: float) -> Endpoint:
         """The endpoint with its window scaled like the run's step counts (see :func:`scale_steps`)."""
@@ -93,6 +101,18 @@ class Endpoint:
     def describe(self) -> str:
         """One line: metric, window, direction and source."""
         return f"{self.metric} over steps {self.window[0]}-{self.window[1]}, expected {self.direction} ({self.source})"
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    """A spec's seed plan (:mod:`reports.seed_plan`): a pilot of ``pilot_seeds`` per row, then as many seeds
+    as Stein's procedure asks, all runs of the spec within ``budget_seconds`` of training time.
+    ``smallest_effect``: the smallest effect of interest on the table's metric, in its units; each
+    endpoint declares its own."""
+
+    pilot_seeds: int
+    budget_seconds: float
+    smallest_effect: float
 
 
 @dataclass(frozen=True)
@@ -120,6 +140,7 @@ class AblationSpec:
     metric: str
     kind: str
     rows: tuple[Row, ...]
+    plan: SeedPlan | None = None
 
     def row(self, row_id: str) -> Row:
         for row in self.rows:
@@ -226,16 +247,26 @@ def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
         raise ConfigError(f"{path}: 'rows' must be a non-empty list")
     common = checked_settings(body.get("settings") or {}, f"{path} settings")
     rows = _resolve_rows(path, body, common)
+    metric = str(body.get("metric", DEFAULT_METRIC))
     spec = AblationSpec(
         name=name,
         path=path,
         title=str(body["title"]),
         paper=str(body["paper"]),
         paper_metric=str(body["paper_metric"]),
-        metric=str(body.get("metric", DEFAULT_METRIC)),
+        metric=metric,
         kind=body["kind"],
         rows=tuple(rows),
+        plan=parse_plan(body["plan"], metric, f"{path}: plan") if "plan" in body else None,
     )
+    if spec.plan:
+        for row in spec.rows:
+            for endpoint in row.endpoints if row.compare_to else ():
+                if endpoint.smallest_effect is None:
+                    raise ConfigError(
+                        f"{path}: row '{row.id}': endpoint {endpoint.metric} has no 'smallest_effect'; a spec with a "
+                        "'plan' needs the smallest effect of interest of every compared endpoint"
+                    )
     for row in spec.rows:
         try:
             steps = spec.config(row.id).run.steps
@@ -321,9 +352,10 @@ def parse_endpoints(entries: Any, where: str) -> tuple[Endpoint, ...]:
         raise ConfigError(f"{where} must be a list of {{{', '.join(ENDPOINT_FIELDS)}}}")
     endpoints = []
     for entry in entries:
-        if not isinstance(entry, dict) or set(entry) != set(ENDPOINT_FIELDS):
+        if not isinstance(entry, dict) or not set(ENDPOINT_FIELDS) <= set(entry) <= {*ENDPOINT_FIELDS, *OPTIONAL_ENDPOINT_FIELDS}:
             raise ConfigError(
-                f"{where}: each endpoint needs exactly the fields {', '.join(ENDPOINT_FIELDS)}; got {entry!r}"
+                f"{where}: each endpoint needs the fields {', '.join(ENDPOINT_FIELDS)} (optional: "
+                f"{', '.join(OPTIONAL_ENDPOINT_FIELDS)}); got {entry!r}"
             )
         metric, window, direction, source = (entry[name] for name in ENDPOINT_FIELDS)
         if metric not in METRICS:
@@ -345,8 +377,55 @@ def parse_endpoints(entries: Any, where: str) -> tuple[Endpoint, ...]:
             )
         if not isinstance(source, str) or not source.strip():
             raise ConfigError(f"{where}: endpoint {metric}: 'source' must cite the paper's figure or section")
-        endpoints.append(Endpoint(metric, (window[0], window[1]), direction, source))
+        effect = (
+            parse_effect(entry["smallest_effect"], metric, f"{where}: endpoint {metric}: smallest_effect")
+            if "smallest_effect" in entry
+            else None
+        )
+        endpoints.append(Endpoint(metric, (window[0], window[1]), direction, source, effect))
     return tuple(endpoints)
+
+
+def parse_plan(entry: Any, metric: str, where: str) -> SeedPlan:
+    """A spec's ``plan``: {pilot_seeds: n ≥ 2, budget: "<number> s|min|h", smallest_effect: of the table's metric}."""
+    if not isinstance(entry, dict) or set(entry) != set(PLAN_FIELDS):
+        missing = sorted(set(PLAN_FIELDS) - set(entry)) if isinstance(entry, dict) else list(PLAN_FIELDS)
+        raise ConfigError(f"{where} needs exactly the fields {', '.join(PLAN_FIELDS)} (missing: {', '.join(missing) or 'none'}); got {entry!r}")
+    pilot = entry["pilot_seeds"]
+    if not isinstance(pilot, int) or isinstance(pilot, bool) or pilot < 2:
+        raise ConfigError(f"{where}: pilot_seeds must be a whole number of at least 2 (a pilot's spread needs two seeds), got {pilot!r}")
+    return SeedPlan(pilot, parse_duration(entry["budget"], f"{where}: budget"), parse_effect(entry["smallest_effect"], metric, f"{where}: smallest_effect"))
+
+
+def parse_duration(value: Any, where: str) -> float:
+    """Seconds of ``"<number> <unit>"``, unit one of s, min, h; anything else fails naming ``where``."""
+    match = QUANTITY.match(value) if isinstance(value, str) else None
+    if not match or match[2] not in DURATION_UNITS or float(match[1]) <= 0:
+        raise ConfigError(
+            f"{where} must be a positive time with its unit ({', '.join(DURATION_UNITS)}), e.g. \"6 h\"; got {value!r}"
+        )
+    return float(match[1]) * DURATION_UNITS[match[2]]
+
+
+def parse_effect(value: Any, metric: str, where: str) -> float:
+    """A smallest effect of interest in ``metric``'s units: a positive number (a share's below 1), or a
+    number with one of the units :data:`EFFECT_UNITS` allows for the metric (``"3 points"`` of a share)."""
+    unit = metric_unit(metric)
+    units = EFFECT_UNITS[unit]
+    allowed = f"a positive number in the metric's units{'' if not units else ' or with a unit: ' + ', '.join(units)}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if value <= 0 or not math.isfinite(value):
+            raise ConfigError(f"{where} must be {allowed}; got {value!r}")
+        if unit == "share" and value >= 1:
+            raise ConfigError(
+                f"{where}: {metric} is a share in [0, 1], so {value!r} cannot be an effect on it; write a fraction "
+                f"({value / 100:g}) or \"{value:g} points\""
+            )
+        return float(value)
+    match = QUANTITY.match(value) if isinstance(value, str) else None
+    if not match or match[2] not in units or float(match[1]) <= 0:
+        raise ConfigError(f"{where} must be {allowed} ({metric} is measured as a {unit}); got {value!r}")
+    return float(match[1]) * units[match[2]]
 
 
 def list_specs(ablations_dir: Path = ABLATIONS_DIR) -> int:

@@ -86,3 +86,12 @@ METRICS: dict[str, str] = {
     },
 }
 """Metric key -> what it measures."""
+
+
+def metric_unit(metric: str) -> str:
+    """The unit a metric is logged in: ``share`` (a fraction in [0, 1]: accuracies and shares of responses,
+    tokens or groups), ``tokens`` (lengths), or ``value`` (anything else, in its own units)."""
+    description = METRICS[metric]
+    if "accuracy" in metric or description.startswith("share of"):
+        return "share"
+    return "tokens" if "(tokens" in description else "value"

@@ -1,9 +1,13 @@
 """An ablation spec's report, built from its runs' own files: a Markdown page and a self-contained HTML page.
 
 The table keeps the paper's row order: paper | ours, mean [95% CI] (n) | Δ to the compared row [CI]
-| P(improvement) | agrees with the paper's direction? Ours is the spec's metric at the final step
-of each run (declared up front, never the best step); Δ is paired by seed when both rows ran the
-same seeds. Beside it, the endpoint table measures what the spec declared each row is judged by
+| p, family-adjusted p, exact p | P(improvement) | agrees with the paper's direction? Ours is the
+spec's metric at the final step of each run (declared up front, never the best step); the interval
+is Student t over seeds, and Δ a paired t when both rows ran the same seeds (Welch otherwise; Stein's
+test for a planned campaign). The table's comparisons and every declared endpoint form one family whose
+p-values are adjusted together (Holm unless ``--adjust bh``); a direction is called only where the
+adjusted p is at most 0.05, and an undecided cell says what effect it could have detected
+(:mod:`reports.verdicts`). A forest plot of every comparison opens the figures. Beside the table, the endpoint table measures what the spec declared each row is judged by
 (:mod:`reports.endpoints`), and the diagnostics table what each run can be checked by on its own.
 Then: figure panels per endpoint, accuracy against responses generated for dynamic-sampling rows,
 curves with seed bands, and the provenance of every number (the spec file's hash, git commits,
@@ -17,15 +21,16 @@ written by :mod:`eval.evaluate`) add one column each, mean [95% CI] (n) of the b
 score over the row's scored seeds, and their protocols are stated under the table.
 
 Command line: ``python -m reports.ablation --spec dapo_table1 --runs results/runs --out results/reports
-[--eval results/eval --benchmarks aime24 math500]``.
+[--eval results/eval --benchmarks aime24 math500] [--adjust holm|bh] [--plan results/plans/dapo_table1.json]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,17 +47,19 @@ from reports import endpoints
 from reports.benchmarks import Score, protocol_summary, read_score
 from reports.figures import figure_grid
 from reports.pages import Page, Table, run_report, write_page
+from reports.forest import forest_plot
+from reports.seed_plan import read_plan
 from reports.stats import (
+    ADJUSTMENTS,
+    LEVEL,
     Comparison,
-    Direction,
     Estimate,
-    direction_agrees,
     format_comparison,
     format_estimate,
     format_probability,
-    paired_comparison,
     seed_estimate,
 )
+from reports.verdicts import Claim, Judgement, compare_seeds, judge, p_cells, resolution_note
 
 SELECTION = "final step of every run"
 
@@ -61,22 +68,40 @@ SELECTION = "final step of every run"
 class RowResult:
     """One row's finished seeds: their run directories, final metrics and the spec's metric, seed-ordered.
 
-    scores: benchmark -> the scores of the row's runs that were scored on it, seed-ordered.
+    values: seed -> the spec's metric. scores: benchmark -> the scores of the row's runs that were scored
+    on it, seed-ordered. judgement: set once the report's family is judged (:func:`judged`).
     """
 
     row: Row
     runs: tuple[Path, ...]
     finals: tuple[dict[str, float], ...]
-    values: tuple[float, ...]
+    values: dict[int, float]
     estimate: Estimate | None
     comparison: Comparison | None
-    direction: Direction | None
+    paper_delta: float | None
     scores: dict[str, tuple[Score, ...]] = field(default_factory=dict)
+    judgement: Judgement | None = None
 
     def benchmark_estimate(self, benchmark: str) -> Estimate | None:
         """Mean [CI] over seeds of the benchmark's headline score; None when no run was scored on it."""
         scores = self.scores.get(benchmark, ())
         return seed_estimate([score.headline[1] for score in scores]) if scores else None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A spec's rows and endpoints measured, compared and judged as one family."""
+
+    spec: AblationSpec
+    rows: list[RowResult]
+    endpoints: list[endpoints.EndpointResult]
+    method: str
+    pilot_seeds: int | None
+
+    @property
+    def family_size(self) -> int:
+        judged = [r.judgement for r in self.rows if r.judgement] + [e.judgement for e in self.endpoints if e.judgement]
+        return max((j.family_size for j in judged), default=0)
 
 
 def finished_runs(runs_dir: Path, spec: AblationSpec, row: Row, seeds: int) -> list[Path]:
@@ -85,18 +110,69 @@ def finished_runs(runs_dir: Path, spec: AblationSpec, row: Row, seeds: int) -> l
     return [run for run in candidates if (run / FINAL_FILE).is_file()]
 
 
+def analyse(
+    spec: AblationSpec,
+    runs_dir: Path,
+    seeds: int | Mapping[str, int],
+    eval_dir: Path | None = None,
+    benchmarks: Sequence[str] = (),
+    method: str = "holm",
+    pilot_seeds: int | None = None,
+) -> Analysis:
+    """The whole report's numbers: rows, endpoints, and every comparison judged as one family.
+
+    seeds: seeds per row, or row -> seeds (a planned campaign). pilot_seeds: the plan's pilot, whose
+    comparisons are Stein's tests (None: not planned).
+    """
+    if method not in ADJUSTMENTS:
+        raise ValueError(f"unknown p-value adjustment '{method}'; choose one of: {', '.join(ADJUSTMENTS)}")
+    results = collect(spec, runs_dir, seeds, eval_dir, benchmarks, pilot_seeds)
+    measured = measured_endpoints(spec, results, pilot_seeds)
+    rows, measured = judged(spec, results, measured, method)
+    return Analysis(spec, rows, measured, method, pilot_seeds)
+
+
+def judged(
+    spec: AblationSpec, results: list[RowResult], measured: list[endpoints.EndpointResult], method: str
+) -> tuple[list[RowResult], list[endpoints.EndpointResult]]:
+    """Rows and endpoints with their judgements: the table's comparisons and the endpoints as one family.
+
+    An endpoint on the table's metric at the runs' last step is the table's own comparison, counted once.
+    """
+    claims = [
+        Claim((r.row.id, spec.metric, "final"), r.comparison, None if r.paper_delta is None else r.paper_delta)
+        for r in results
+    ] + [
+        Claim(
+            (e.row.id, spec.metric, "final") if e.final and e.endpoint.metric == spec.metric else (e.row.id, e.endpoint.metric, e.window),
+            e.comparison,
+            (1.0 if e.endpoint.direction == "up" else -1.0) if e.row.compare_to else None,
+        )
+        for e in measured
+    ]
+    judgements = judge(claims, method)
+    rows = [dataclasses.replace(r, judgement=j) for r, j in zip(results, judgements[: len(results)], strict=True)]
+    ends = [dataclasses.replace(e, judgement=j) for e, j in zip(measured, judgements[len(results) :], strict=True)]
+    return rows, ends
+
+
 def collect(
-    spec: AblationSpec, runs_dir: Path, seeds: int, eval_dir: Path | None = None, benchmarks: Sequence[str] = ()
+    spec: AblationSpec,
+    runs_dir: Path,
+    seeds: int | Mapping[str, int],
+    eval_dir: Path | None = None,
+    benchmarks: Sequence[str] = (),
+    pilot_seeds: int | None = None,
 ) -> list[RowResult]:
     """Every row's estimate, its comparison with the row it is compared with, and its runs' benchmark scores.
 
-    benchmarks: scored from ``eval_dir`` (needed when any is given).
+    benchmarks: scored from ``eval_dir`` (needed when any is given). Judgements are left to :func:`judged`.
     """
     runs_of: dict[str, tuple[Path, ...]] = {}
     finals_of: dict[str, tuple[dict[str, float], ...]] = {}
-    metric_of: dict[str, tuple[float, ...]] = {}
+    metric_of: dict[str, dict[int, float]] = {}
     for row in spec.rows:
-        runs = finished_runs(runs_dir, spec, row, seeds)
+        runs = finished_runs(runs_dir, spec, row, seeds if isinstance(seeds, int) else seeds.get(row.id, 0))
         finals = [json.loads((run / FINAL_FILE).read_text()) for run in runs]
         missing = [str(run) for run, final in zip(runs, finals, strict=True) if spec.metric not in final]
         if missing:
@@ -104,11 +180,10 @@ def collect(
                 f"metric '{spec.metric}' of spec '{spec.name}' is not in {FINAL_FILE} of: {', '.join(missing)}"
             )
         runs_of[row.id], finals_of[row.id] = tuple(runs), tuple(finals)
-        metric_of[row.id] = tuple(final[spec.metric] for final in finals)
+        metric_of[row.id] = {endpoints.seed_of(run): final[spec.metric] for run, final in zip(runs, finals, strict=True)}
     results = []
     for row in spec.rows:
-        mine, theirs = metric_of[row.id], metric_of[row.compare_to] if row.compare_to else ()
-        comparison = paired_comparison(mine, theirs) if mine and theirs else None
+        mine, theirs = metric_of[row.id], metric_of[row.compare_to] if row.compare_to else {}
         paper_delta = (
             (row.paper - spec.row(row.compare_to).paper) / 100
             if row.compare_to and row.paper is not None and spec.row(row.compare_to).paper is not None
@@ -120,9 +195,9 @@ def collect(
                 runs=runs_of[row.id],
                 finals=finals_of[row.id],
                 values=mine,
-                estimate=seed_estimate(mine) if mine else None,
-                comparison=comparison,
-                direction=direction_agrees(comparison, paper_delta) if comparison else None,
+                estimate=seed_estimate(list(mine.values())) if mine else None,
+                comparison=compare_seeds(mine, theirs, pilot_seeds),
+                paper_delta=paper_delta,
                 scores={b: _scores(runs_of[row.id], runs_dir, eval_dir, b) for b in benchmarks},
             )
         )
@@ -135,33 +210,48 @@ def _scores(runs: Sequence[Path], runs_dir: Path, eval_dir: Path, benchmark: str
     return tuple(read_score(directory) for directory in directories if directory.is_dir())
 
 
-def measured_endpoints(spec: AblationSpec, results: list[RowResult]) -> list[endpoints.EndpointResult]:
+def measured_endpoints(
+    spec: AblationSpec, results: list[RowResult], pilot_seeds: int | None = None
+) -> list[endpoints.EndpointResult]:
     """Every declared endpoint measured on the rows' finished runs (windows scaled to the runs' own length)."""
     runs_of = {result.row.id: result.runs for result in results}
-    return endpoints.measure(spec, runs_of, {row.id: spec.config(row.id).run.steps for row in spec.rows})
+    steps = {row.id: spec.config(row.id).run.steps for row in spec.rows}
+    return endpoints.measure(spec, runs_of, steps, pilot_seeds)
 
 
 def table_cells(spec: AblationSpec, results: list[RowResult], benchmarks: Sequence[str] = ()) -> list[list[str]]:
     """The table's rows as text cells, in the paper's order, with one cell per benchmark at the end."""
     cells = []
     for result in results:
-        row, comparison = result.row, result.comparison
+        row, comparison, judgement = result.row, result.comparison, result.judgement
         estimates = [result.benchmark_estimate(benchmark) for benchmark in benchmarks]
+        verdict = judgement.cell(comparison, 100, " points") if judgement and judgement.verdict else None
         cells.append(
             [
                 row.label,
                 "—" if row.paper is None else f"{row.paper:g}",
                 format_estimate(result.estimate) if result.estimate else "not run",
                 f"{format_comparison(comparison)} vs {spec.row(row.compare_to).label}" if comparison else "—",
+                *p_cells(comparison, judgement),
                 format_probability(comparison.p_improvement) if comparison else "—",
-                str(result.direction) if result.direction else "—",
+                verdict or ("no paper number" if comparison else "—"),
                 *(format_estimate(estimate) if estimate else "not scored" for estimate in estimates),
             ]
         )
     return cells
 
 
-HEADER = ["row", "paper", "ours: mean [95% CI] (n)", "Δ [95% CI]", "P(improvement)", "agrees with paper?"]
+HEADER = [
+    "row",
+    "paper",
+    "ours: mean [95% CI] (n)",
+    "Δ [95% CI]",
+    "p",
+    "p adjusted",
+    "exact p",
+    "P(improvement)",
+    "agrees with paper?",
+]
 
 
 def benchmark_protocols(results: list[RowResult], benchmarks: Sequence[str]) -> dict[str, list[str]]:
@@ -204,12 +294,67 @@ def provenance(spec: AblationSpec, results: list[RowResult]) -> dict[str, Any]:
         },
         "packages": versions,
         "hardware": sorted({record.get("hardware", "unknown") for record in records}),
+        "environments": environments(records),
         "seeds": {result.row.id: len(result.runs) for result in results},
         "held-out evaluation": evaluation_schedule(results),
         "training seconds (sum)": round(sum(final.get("perf/train_seconds_total", 0.0) for final in finals), 1),
         "run ids": [record["tracker_run_id"] for record in records if record.get("tracker_run_id")],
         "run directories": [str(run) for run in runs],
     }
+
+
+def environments(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The runs' environments by fingerprint (:func:`algos.provenance.environment`): CPUs, kernels, threads, runs."""
+    found: dict[str, Any] = {}
+    for record in records:
+        environment = record.get("environment")
+        if environment is None:
+            found.setdefault("unrecorded", {"runs": 0})["runs"] += 1
+            continue
+        entry = found.setdefault(
+            environment["fingerprint"],
+            {
+                "cpu models": [],
+                "cpu flags": environment["cpu_flags"],
+                "cpu capability": environment["cpu_capability"],
+                "kernel settings": environment["kernel_settings"],
+                "threads": environment["threads"],
+                "python": environment["python"],
+                "packages": environment["packages"],
+                "runs": 0,
+            },
+        )
+        entry["runs"] += 1
+        if environment["cpu_model"] not in entry["cpu models"]:
+            entry["cpu models"].append(environment["cpu_model"])
+    return found
+
+
+def environment_warnings(results: Sequence[RowResult]) -> list[str]:
+    """One warning when the runs came from more than one environment, naming what differs."""
+    records = [json.loads((run / RUN_FILE).read_text()) for result in results for run in result.runs if (run / RUN_FILE).is_file()]
+    found = environments(records)
+    if len(found) < 2:
+        return []
+    recorded = [entry for key, entry in found.items() if key != "unrecorded"]
+    differing = sorted(
+        {
+            field
+            for field in ("cpu capability", "kernel settings", "threads", "python")
+            if len({json.dumps(entry[field], sort_keys=True) for entry in recorded}) > 1
+        }
+        | {
+            f"package {name}"
+            for name in {name for entry in recorded for name in entry["packages"]}
+            if len({entry["packages"].get(name) for entry in recorded}) > 1
+        }
+    )
+    runs = ", ".join(f"{key}: {entry['runs']} runs" for key, entry in found.items())
+    what = f"; they differ in {', '.join(differing)}" if differing else ""
+    return [
+        f"the runs came from {len(found)} environments ({runs}){what}: numbers may not be comparable bit for bit "
+        "across them (see 'environments' in the provenance)"
+    ]
 
 
 def row_figure_inputs(spec: AblationSpec, results: list[RowResult]) -> tuple[dict[str, list[Path]], dict[str, str]]:
@@ -281,11 +426,19 @@ def introduction(spec: AblationSpec) -> str:
     )
 
 
-NOTE = "95% CIs are percentile bootstraps over seeds; P(improvement) is P(row > compared row) over seed pairs."
+NOTE = (
+    "95% CIs are Student t over seeds; Δ is a paired t on per-seed differences when both rows ran the same seeds "
+    "(Welch's t otherwise; Stein's two-stage t for a planned campaign). p: its two-sided p-value; p adjusted: "
+    "over the report's family (this table's comparisons and every declared endpoint); exact p: the sign-flip "
+    "(paired) or permutation (unpaired) p-value, with the least it can be at this n where that exceeds 0.05. "
+    "P(improvement) is P(row > compared row) over seed pairs. A direction is called where the adjusted p is at "
+    "most 0.05; an undecided cell gives the Δ it could have detected with 80% power."
+)
 ENDPOINT_NOTE = (
     "Each run's value is the metric's mean over the window's steps (declared in the spec before the runs; scaled "
-    "with the campaign's step count); Δ is paired by seed. agrees: the CI of Δ lies on the side the paper argues; "
-    "disagrees: on the other side; inconclusive: it holds 0 or a side has one run."
+    "with the campaign's step count); Δ, p-values and verdicts as in the table above, in the same family. agrees: "
+    "Δ significant (adjusted) on the side the paper argues; disagrees: on the other side; inconclusive: not "
+    "significant, with the Δ it could have detected, or a side has one run."
 )
 DIAGNOSTIC_NOTE = (
     "Means over seeds of each run's mean over its RL steps (short DS steps: the sum; critic error: its RMS error "
@@ -301,21 +454,36 @@ def write_report(
     seeds: int,
     eval_dir: Path | None = None,
     benchmarks: Sequence[str] = (),
+    method: str = "holm",
+    plan: Path | None = None,
 ) -> tuple[Path, Path]:
     """Write ``{spec}.md`` (with its figures in ``{spec}_figures/``) and ``{spec}.html`` into ``out_dir``.
 
     eval_dir, benchmarks: where the runs' benchmark scores are, and which benchmarks get a column.
+    method: the family's p-value adjustment. plan: a seed plan written by :mod:`reports.seed_plan` (its
+    seeds per row replace ``seeds``, its comparisons are Stein's tests).
     """
     spec = read_spec(spec_name)
     benchmarks = benchmarks if eval_dir else ()
-    results = collect(spec, runs_dir, seeds, eval_dir, benchmarks)
+    planned = read_plan(plan) if plan else None
+    analysis = analyse(
+        spec,
+        runs_dir,
+        planned.seeds if planned else seeds,
+        eval_dir,
+        benchmarks,
+        method,
+        planned.pilot_seeds if planned else None,
+    )
+    results, measured = analysis.rows, analysis.endpoints
     protocols = benchmark_protocols(results, benchmarks)
     runs_of = {result.row.id: result.runs for result in results}
-    measured = measured_endpoints(spec, results)
     digest, spec_warning = endpoints.spec_file_state(spec.path)
+    seed_counts = sorted({len(result.runs) for result in results if result.runs})
     extra_figures = [
         (title, png)
         for title, png in (
+            ("Every comparison at a glance", forest_plot(spec, analysis)),
             (
                 "Endpoints over training",
                 endpoints.endpoint_figure(spec, measured, runs_of),
@@ -329,7 +497,13 @@ def write_report(
     ]
     page = Page(
         title=spec.title,
-        introduction=f"{introduction(spec)} Spec file {spec.path.name}, SHA-256 {digest}.",
+        introduction=" ".join(
+            [
+                f"{introduction(spec)} Spec file {spec.path.name}, SHA-256 {digest}.",
+                *(resolution_note(n, analysis.family_size, method) for n in seed_counts[:1]),
+                *([planned.summary] if planned else []),
+            ]
+        ),
         header=[*HEADER, *(f"{benchmark}: mean [95% CI] (n)" for benchmark in benchmarks)],
         cells=table_cells(spec, results, benchmarks),
         note=" ".join([NOTE, *(f"{b} ({'; '.join(lines) or 'not scored'})." for b, lines in protocols.items())]),
@@ -347,11 +521,17 @@ def write_report(
                 DIAGNOSTIC_NOTE,
             ),
         ],
-        warnings=[*([spec_warning] if spec_warning else []), *endpoints.run_warnings(spec, runs_of)],
+        warnings=[
+            *([spec_warning] if spec_warning else []),
+            *endpoints.run_warnings(spec, runs_of),
+            *environment_warnings(results),
+            *(planned.unresolved if planned else []),
+        ],
         figures=extra_figures + figure_grid(*row_figure_inputs(spec, results)),
         origin={
             "spec file": {"path": str(spec.path), "sha256": digest},
             **provenance(spec, results),
+            "statistics": {"adjustment": method, "family size": analysis.family_size, "level": LEVEL},
             **({"benchmark protocols": protocols} if benchmarks else {}),
         },
     )
@@ -368,9 +548,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=3, help="seeds per row (0..seeds-1)")
     parser.add_argument("--eval", type=Path, help="directory holding <spec>/<row>/seed<n>/<benchmark>/ scores")
     parser.add_argument("--benchmarks", nargs="*", default=[], help="benchmarks that get a column (with --eval)")
+    parser.add_argument("--adjust", choices=ADJUSTMENTS, default="holm", help="p-value adjustment over the family")
+    parser.add_argument("--plan", type=Path, help="the campaign's seed plan (results/plans/<spec>.json), if planned")
     args = parser.parse_args(argv)
     return run_report(
-        lambda: write_report(args.spec, args.runs, args.out, args.seeds, args.eval, args.benchmarks),
+        lambda: write_report(
+            args.spec, args.runs, args.out, args.seeds, args.eval, args.benchmarks, args.adjust, args.plan
+        ),
         (ConfigError, ValueError, FileNotFoundError),
     )
 

@@ -2,9 +2,11 @@
 
 An endpoint (:class:`algos.ablations.Endpoint`) is a metric averaged over a window of steps. Each run
 gives one value (the mean of the metric over the window's logged steps); a row's value is the mean
-over seeds with its bootstrap CI; its Δ to the row it is compared with is paired by seed; and the
-verdict says whether that Δ points the way the paper argues (``agrees``), the other way
-(``disagrees``), or neither (``inconclusive``: the CI holds 0, or a side has one run).
+over seeds with its Student-t interval; its Δ to the row it is compared with is a paired t over
+shared seeds (Welch for different seed sets, Stein's test for a planned campaign); and the verdict,
+judged with every other comparison of the table as one family (:mod:`reports.verdicts`), says whether
+that Δ points the way the paper argues (``agrees``), the other way (``disagrees``), or neither
+(``inconclusive``, with the effect it could have detected).
 
 Windows are declared at a row's full length and scaled like the runs' step counts: the factor is the
 runs' own ``run.steps`` over the row's, read from each run's ``config.yaml``.
@@ -41,31 +43,29 @@ from reports.figures import (
     png_bytes,
     seed_curve,
 )
-from reports.stats import (
-    MINUS,
-    Comparison,
-    Direction,
-    Estimate,
-    direction_agrees,
-    format_probability,
-    paired_comparison,
-    seed_estimate,
-)
+from reports.stats import MINUS, Comparison, Estimate, format_probability, seed_estimate
+from reports.verdicts import Judgement, compare_seeds, p_cells
 
 WINDOW_COLOR = "tab:orange"
 
 
 @dataclass(frozen=True)
 class EndpointResult:
-    """One (row, endpoint): per-seed window means, their estimate, and the comparison with the compared row."""
+    """One (row, endpoint): per-seed window means, their estimate, and the comparison with the compared row.
+
+    values, reference: seed -> window mean of the row and of the row it is compared with (empty: none).
+    final: the window is the runs' last step alone. judgement: set once the report's family is judged.
+    """
 
     row: Row
     endpoint: Endpoint
     window: tuple[int, int]
     values: dict[int, float]
+    reference: dict[int, float]
     estimate: Estimate | None
     comparison: Comparison | None
-    verdict: Direction | None
+    final: bool = False
+    judgement: Judgement | None = None
 
 
 def seed_of(run: Path) -> int:
@@ -87,43 +87,43 @@ def step_factor(run: Path, row_steps: int) -> float:
 
 
 def measure(
-    spec: AblationSpec, runs_of: Mapping[str, Sequence[Path]], row_steps: Mapping[str, int]
+    spec: AblationSpec,
+    runs_of: Mapping[str, Sequence[Path]],
+    row_steps: Mapping[str, int],
+    pilot_seeds: int | None = None,
 ) -> list[EndpointResult]:
-    """Every declared (row, endpoint) measured on the row's finished runs, in the spec's order."""
+    """Every declared (row, endpoint) measured on the row's finished runs, in the spec's order.
+
+    pilot_seeds: the campaign's seed plan pilot (None: not planned), see :func:`reports.verdicts.compare_seeds`.
+    """
     histories = {run: read_metrics(run) for runs in runs_of.values() for run in runs}
 
-    def values(row_id: str, endpoint: Endpoint) -> tuple[dict[int, float], tuple[int, int]]:
-        found, window = {}, endpoint.window
+    def values(row_id: str, endpoint: Endpoint) -> tuple[dict[int, float], tuple[int, int], bool]:
+        found, window, final = {}, endpoint.window, False
         for run in runs_of.get(row_id, ()):
-            window = endpoint.scaled(step_factor(run, row_steps[row_id])).window
+            factor = step_factor(run, row_steps[row_id])
+            window = endpoint.scaled(factor).window
+            final = window[0] == window[1] == round(row_steps[row_id] * factor)
             value = window_mean(histories[run], endpoint.metric, window)
             if value is not None:
                 found[seed_of(run)] = value
-        return found, window
+        return found, window, final
 
     results = []
     for row in spec.rows:
         for endpoint in row.endpoints:
-            mine, window = values(row.id, endpoint)
-            comparison = None
-            if row.compare_to:
-                theirs, _ = values(row.compare_to, endpoint)
-                seeds = sorted(set(mine) & set(theirs))
-                if seeds:
-                    comparison = paired_comparison([mine[s] for s in seeds], [theirs[s] for s in seeds])
+            mine, window, final = values(row.id, endpoint)
+            theirs = values(row.compare_to, endpoint)[0] if row.compare_to else {}
             results.append(
                 EndpointResult(
                     row=row,
                     endpoint=endpoint,
                     window=window,
                     values=mine,
+                    reference=theirs,
                     estimate=seed_estimate(list(mine.values())) if mine else None,
-                    comparison=comparison,
-                    verdict=(
-                        direction_agrees(comparison, 1.0 if endpoint.direction == "up" else -1.0)
-                        if comparison
-                        else None
-                    ),
+                    comparison=compare_seeds(mine, theirs, pilot_seeds),
+                    final=final,
                 )
             )
     return results
@@ -136,6 +136,8 @@ def number(value: float) -> str:
 
 
 def estimate_cell(estimate: Estimate) -> str:
+    if not estimate.has_interval:
+        return f"{number(estimate.mean)} (n={estimate.n})"
     return f"{number(estimate.mean)} [{number(estimate.ci_low)}, {number(estimate.ci_high)}] (n={estimate.n})"
 
 
@@ -144,6 +146,9 @@ ENDPOINT_HEADER = [
     "endpoint (steps)",
     "ours: mean [95% CI] (n)",
     "Δ [95% CI] vs compared row",
+    "p",
+    "p adjusted",
+    "exact p",
     "P(improvement)",
     "expected",
     "agrees?",
@@ -155,26 +160,28 @@ def endpoint_cells(spec: AblationSpec, results: Sequence[EndpointResult]) -> lis
     """The endpoint table's rows as text cells."""
     cells = []
     for result in results:
-        comparison, row = result.comparison, result.row
+        comparison, row, judgement = result.comparison, result.row, result.judgement
         delta = comparison.delta if comparison else None
         cells.append(
             [
                 row.label,
                 f"{result.endpoint.metric} ({result.window[0]}–{result.window[1]})",
                 estimate_cell(result.estimate) if result.estimate else "no data",
-                (
-                    f"{'+' if delta.mean > 0 else ''}{number(delta.mean)} [{number(delta.ci_low)}, "
-                    f"{number(delta.ci_high)}] vs {spec.row(row.compare_to).label}"
-                    if delta
-                    else "—"
-                ),
+                f"{delta_text(delta)} vs {spec.row(row.compare_to).label}" if delta else "—",
+                *p_cells(comparison, judgement),
                 format_probability(comparison.p_improvement) if comparison else "—",
                 result.endpoint.direction if row.compare_to else "—",
-                str(result.verdict) if result.verdict else "—",
+                judgement.cell(comparison) if judgement else "—",
                 result.endpoint.source,
             ]
         )
     return cells
+
+
+def delta_text(delta: Estimate) -> str:
+    """A Δ in a metric's units: signed mean and its interval (none at n = 1)."""
+    mean = f"{'+' if delta.mean > 0 else ''}{number(delta.mean)}"
+    return f"{mean} [{number(delta.ci_low)}, {number(delta.ci_high)}]" if delta.has_interval else mean
 
 
 def endpoint_figure(

@@ -1,60 +1,93 @@
-"""Statistics for ablation tables: seed-bootstrap confidence intervals, deltas against a reference row,
-probability of improvement, and whether our delta points the way the paper's does.
+"""Statistics for ablation tables at the seed counts a campaign can afford: intervals whose coverage holds
+at n ≥ 2, tests whose false-positive rate holds, adjustment across a table's comparisons, and the
+smallest effect a comparison could have detected.
 
-Each table row was run with a handful of seeds (typically 3, sometimes 1 or 2), and its values are the
-per-seed final metrics, shape (n,). Following rliable (Agarwal et al. 2021, "Deep Reinforcement Learning at
-the Edge of the Statistical Precipice"), a row is reported as its mean with a percentile bootstrap
-confidence interval over seeds and its number of runs, never as a bare point estimate; a row against the
-reference row also gets the probability of improvement.
+Each table row was run with a handful of seeds (typically 3), and its values are the per-seed metrics,
+shape (n,). At such n a percentile bootstrap covers far less than it states (it can only recombine the
+values seen: over 3 seeds its 95 % interval excludes a null difference about a quarter of the time), so
+every interval and test here is exact under normal seed noise and checked on simulated nulls by the
+tests (Colas, Sigaud & Oudeyer 2019, "A hitchhiker's guide to statistical comparisons of RL algorithms":
+Welch's t keeps its level at small n, bootstrap tests do not):
 
-With n this small the bootstrap interval is narrower than the truth (it can only recombine the values
-seen), so treat it as a description of the seeds, not as a guarantee.
+- a row's mean: Student-t interval over its seeds (:func:`seed_estimate`);
+- a row against the row it is compared with, run with the same seeds (seed i of both rows shares its
+  random streams, so seed noise partly cancels): paired t on the per-seed differences; with different
+  seed sets: Welch's t (:func:`compare`);
+- beside each, a distribution-free check: the exact sign-flip (paired) or permutation (unpaired)
+  p-value, with the smallest p it can reach at that n (paired n = 3: 0.25, so it can never reach 0.05);
+- a table is a family: :func:`adjust` turns its raw p-values into Holm (Holm 1979; default) or
+  Benjamini–Hochberg adjusted ones, and a verdict calls a direction only when the adjusted p-value is
+  at most the level (:func:`direction_agrees`);
+- an undecided comparison carries the smallest effect it could have detected with 80 % power from its
+  observed spread and n (:func:`detectable_effect`).
+
+One seed is no interval: a row with n = 1 has ``ci_low`` and ``ci_high`` None, and a comparison with a
+side of one run has no p-value and is "inconclusive (n = 1)".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 MINUS = "\u2212"  # typographic minus: lines up with the digits in rendered tables
+LEVEL = 0.05
+POWER = 0.8
+ADJUSTMENTS = ("holm", "bh")
+EXACT_ARRANGEMENTS = 50_000  # up to this many sign flips or relabellings the distribution-free p is exact
+RANDOM_ARRANGEMENTS = 20_000  # beyond it, this many seeded random ones
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean over runs with its bootstrap confidence interval.
+    """A mean over runs with its Student-t confidence interval.
 
-    mean: the sample mean of the per-seed values. ci_low, ci_high: the percentile bootstrap interval at
-    level ``confidence``; both equal ``mean`` when the interval is degenerate (one run, or all runs equal).
-    n: the number of runs behind it.
+    mean: the sample mean of the per-seed values. ci_low, ci_high: the interval at level ``confidence``,
+    mean ± t(1 − (1 − confidence)/2, n − 1) · s/√n; None when n = 1 (one run has no spread to put an
+    interval on). n: the number of runs behind it.
     """
 
     mean: float
-    ci_low: float
-    ci_high: float
+    ci_low: float | None
+    ci_high: float | None
     n: int
     confidence: float
+
+    @property
+    def has_interval(self) -> bool:
+        return self.ci_low is not None
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """A row against the reference row.
+    """A row against the row it is compared with: Δ = mean(row) − mean(reference).
 
-    delta: Estimate of mean(row) − mean(reference), with ``delta.n`` = n, the row's run count.
-    p_improvement: probability of improvement, P(X > Y) + ½·P(X = Y) over all (row, reference) pairs.
-    n, n_reference: runs of the row and of the reference.
-    paired: whether the interval came from per-seed differences (True) or from resampling each side
-    independently (False).
+    delta: Δ with its t interval (``delta.n`` = n, the row's run count); no interval when either side
+    has one run. method: "paired t" (same seeds; the per-seed differences) or "Welch t" (different seed
+    sets). p_value: the two-sided t-test p-value for Δ = 0, None when undefined (a side with one run, or
+    no spread at all). se, df: the standard error of Δ and the test's degrees of freedom (Welch–
+    Satterthwaite for Welch), None when undefined. exact_p: the distribution-free two-sided p-value
+    (exact sign flips of the differences, or exact relabellings of the pooled runs; seeded random ones
+    past :data:`EXACT_ARRANGEMENTS`), and exact_p_floor the smallest value it can take at these n.
+    p_improvement: P(X > Y) + ½·P(X = Y) over all (row, reference) run pairs (rliable).
     """
 
     delta: Estimate
-    p_improvement: float
     n: int
     n_reference: int
     paired: bool
+    method: str
+    p_value: float | None
+    se: float | None
+    df: float | None
+    exact_p: float | None
+    exact_p_floor: float | None
+    p_improvement: float
 
 
 class Direction(StrEnum):
@@ -66,92 +99,186 @@ class Direction(StrEnum):
     NO_PAPER_NUMBER = "no paper number"
 
 
-def seed_estimate(
-    values: Sequence[float], confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
-) -> Estimate:
-    """Mean of per-seed values with a percentile bootstrap CI over seeds. values: (n,).
+def seed_estimate(values: Sequence[float], confidence: float = 0.95) -> Estimate:
+    """Mean of per-seed values with its Student-t interval. values: (n,).
 
-    The interval resamples the n values with replacement ``resamples`` times (``scipy.stats.bootstrap``,
-    method "percentile", generator ``np.random.default_rng(seed)``), so a fixed seed gives the same
-    interval every time.
-
-    Degenerate cases: with n = 1 there is nothing to resample, and when all values are equal every
-    resample has the same mean; in both the interval collapses to the point (ci_low = ci_high = mean)
-    rather than being nan. A zero-width interval from n = 1 says nothing about spread.
-
-    Raises ValueError when there are no values, when they are not one-dimensional, or when any is nan or
-    infinite.
+    With n = 1 there is no interval (None); when all values are equal the interval has zero width.
+    Raises ValueError when there are no values, when they are not one-dimensional, or when any is nan
+    or infinite.
     """
-    _check_settings(confidence, resamples)
+    _check_confidence(confidence)
     sample = _as_runs(values, "values")
     mean = float(np.mean(sample))
-    if sample.size == 1 or np.all(sample == sample[0]):
-        return Estimate(mean, mean, mean, sample.size, confidence)
-    low, high = _percentile_interval((sample,), np.mean, confidence, resamples, seed)
-    return Estimate(mean, low, high, sample.size, confidence)
+    if sample.size == 1:
+        return Estimate(mean, None, None, 1, confidence)
+    half = stats.t.ppf(0.5 + confidence / 2, sample.size - 1) * np.std(sample, ddof=1) / math.sqrt(sample.size)
+    return Estimate(mean, mean - float(half), mean + float(half), sample.size, confidence)
 
 
-def paired_comparison(
-    values: Sequence[float],
-    reference: Sequence[float],
-    confidence: float = 0.95,
-    resamples: int = 10_000,
-    seed: int = 0,
+def paired_t(
+    values: Sequence[float], reference: Sequence[float], confidence: float = 0.95, distribution_free: bool = True
 ) -> Comparison:
-    """Difference row − reference with a bootstrap CI, and the probability of improvement.
+    """Paired t on per-seed differences d_i = values[i] − reference[i] (seed i of both rows). Both: (n,).
 
-    values: (n,) the row's per-seed metrics; reference: (m,) the reference row's.
-
-    Paired when n == m: values[i] and reference[i] are taken to come from the same seed, and the interval
-    is :func:`seed_estimate` of the per-seed differences (shared seed noise cancels). Unpaired when
-    n != m: each side is resampled independently and the interval is over the difference of the two
-    resampled means; ``paired`` in the result says which was used.
-
-    p_improvement follows rliable's probability of improvement,
-
-        P(X > Y) = 1/(n·m) · Σ_i Σ_j [ 1{x_i > y_j} + ½·1{x_i = y_j} ],
-
-    the Mann–Whitney U statistic of the row over the reference divided by n·m. It is computed over all
-    n·m pairs, also when the seeds are paired. 0.5 means no tendency either way, 1.0 that every row run
-    beats every reference run.
-
-    Raises ValueError as :func:`seed_estimate` does, for either side.
+    Δ = mean(d), se = sd(d)/√n with n − 1 degrees of freedom, interval Δ ± t·se, p = 2·P(T > |Δ/se|).
+    The distribution-free check flips the signs of the d_i in all 2ⁿ ways (scipy's exact permutation
+    test), so its smallest two-sided p-value is 2/2ⁿ. n = 1 gives no interval and no p-value; all d_i
+    equal (sd 0) gives a zero-width interval and no p-value. ``distribution_free=False`` skips the
+    check (exact_p None), for simulations that need only the t-test.
     """
-    _check_settings(confidence, resamples)
-    row = _as_runs(values, "values")
-    base = _as_runs(reference, "reference")
-    paired = row.size == base.size
-    if paired:
-        delta = seed_estimate(row - base, confidence, resamples, seed)
+    _check_confidence(confidence)
+    row, base = _as_runs(values, "values"), _as_runs(reference, "reference")
+    if row.size != base.size:
+        raise ValueError(f"paired seeds need as many runs on both sides, got {row.size} and {base.size}")
+    differences = row - base
+    n = differences.size
+    if n == 1:
+        return _undefined(float(differences[0]), 1, 1, True, confidence, _improvement(row, base))
+    sd = float(np.std(differences, ddof=1))
+    se, df = sd / math.sqrt(n), float(n - 1)
+    return _t_comparison(
+        float(np.mean(differences)),
+        se,
+        df,
+        n,
+        n,
+        paired=True,
+        confidence=confidence,
+        exact_p=_sign_flip_p(differences) if distribution_free else None,
+        exact_p_floor=2.0 / 2**n,
+        improvement=_improvement(row, base),
+    )
+
+
+def welch_t(
+    values: Sequence[float], reference: Sequence[float], confidence: float = 0.95, distribution_free: bool = True
+) -> Comparison:
+    """Welch's t for Δ = mean(values) − mean(reference) over independent runs. values: (n,); reference: (m,).
+
+    se² = s²_x/n + s²_y/m, degrees of freedom by Welch–Satterthwaite, interval Δ ± t·se. The
+    distribution-free check relabels the n + m pooled runs in all C(n+m, n) ways, so its smallest
+    two-sided p-value is 2/C(n+m, n). A side with one run gives no interval and no p-value.
+    ``distribution_free`` as in :func:`paired_t`.
+    """
+    _check_confidence(confidence)
+    row, base = _as_runs(values, "values"), _as_runs(reference, "reference")
+    delta = float(np.mean(row) - np.mean(base))
+    if row.size == 1 or base.size == 1:
+        return _undefined(delta, row.size, base.size, False, confidence, _improvement(row, base))
+    var_row, var_base = np.var(row, ddof=1) / row.size, np.var(base, ddof=1) / base.size
+    se = float(math.sqrt(var_row + var_base))
+    df = (
+        float((var_row + var_base) ** 2 / (var_row**2 / (row.size - 1) + var_base**2 / (base.size - 1)))
+        if se > 0
+        else float(row.size + base.size - 2)
+    )
+    return _t_comparison(
+        delta,
+        se,
+        df,
+        row.size,
+        base.size,
+        paired=False,
+        confidence=confidence,
+        exact_p=_permutation_p(row, base) if distribution_free else None,
+        exact_p_floor=min(1.0, 2.0 / math.comb(row.size + base.size, row.size)),
+        improvement=_improvement(row, base),
+    )
+
+
+def compare(values: Mapping[int, float], reference: Mapping[int, float], confidence: float = 0.95) -> Comparison:
+    """A row against its compared row, both given as seed -> value: paired t when both ran the same seeds
+    (same seed index = same random streams), Welch's t otherwise."""
+    if set(values) == set(reference):
+        seeds = sorted(values)
+        return paired_t([values[s] for s in seeds], [reference[s] for s in seeds], confidence)
+    return welch_t(list(values.values()), list(reference.values()), confidence)
+
+
+def adjust(p_values: Sequence[float | None], method: str = "holm") -> list[float | None]:
+    """Adjusted p-values of one family of comparisons (a table's rows × declared endpoints), same order.
+
+    holm (default; Holm 1979): step-down, controls the family-wise error rate. The k-th smallest of m
+    p-values becomes max over j ≤ k of min(1, (m − j + 1)·p_(j)). bh (Benjamini–Hochberg): controls the
+    false discovery rate (``scipy.stats.false_discovery_control``). None entries (comparisons with no
+    p-value) stay None and do not count towards m.
+    """
+    if method not in ADJUSTMENTS:
+        raise ValueError(f"unknown p-value adjustment '{method}'; choose one of: {', '.join(ADJUSTMENTS)}")
+    present = [i for i, p in enumerate(p_values) if p is not None]
+    adjusted: list[float | None] = [None] * len(p_values)
+    if not present:
+        return adjusted
+    raw = np.array([p_values[i] for i in present], dtype=float)
+    if method == "bh":
+        values = stats.false_discovery_control(raw, method="bh")
     else:
-        delta = _unpaired_delta(row, base, confidence, resamples, seed)
-    return Comparison(delta, _probability_of_improvement(row, base), row.size, base.size, paired)
+        order = np.argsort(raw, kind="stable")
+        stepped = np.minimum(1.0, (raw.size - np.arange(raw.size)) * raw[order])
+        values = np.empty_like(raw)
+        values[order] = np.maximum.accumulate(stepped)
+    for i, value in zip(present, values, strict=True):
+        adjusted[i] = float(value)
+    return adjusted
 
 
-def direction_agrees(ours: Comparison, paper_delta: float | None, tolerance: float = 0.0) -> Direction:
+def detectable_effect(se: float, df: float, level: float = LEVEL, power: float = POWER) -> float:
+    """The smallest |Δ| a two-sided t-test at ``level`` detects with probability ``power``.
+
+    With standard error ``se`` and ``df`` degrees of freedom, the test statistic is noncentral t with
+    noncentrality δ/se; this solves P(|T| > t(1 − level/2, df)) = power for δ (``scipy.stats.nct``).
+    Computed from the observed spread, so it says what these seeds could resolve, not what the effect is.
+    """
+    if se <= 0 or not math.isfinite(se):
+        return 0.0 if se == 0 else math.inf
+    critical = stats.t.ppf(1 - level / 2, df)
+
+    def shortfall(noncentrality: float) -> float:
+        upper = stats.nct.sf(critical, df, noncentrality)
+        lower = stats.nct.cdf(-critical, df, noncentrality)  # the far tail: scipy returns nan where it underflows
+        upper = upper if math.isfinite(upper) else float(noncentrality > critical)
+        return upper + (lower if math.isfinite(lower) else 0.0) - power
+
+    high = critical + 10.0
+    while shortfall(high) < 0:
+        high *= 2
+    return float(se * optimize.brentq(shortfall, 0.0, high, xtol=1e-10))
+
+
+def verdict_level(family_size: int, level: float = LEVEL) -> float:
+    """The per-comparison level at which a detectable effect is stated: level/m, the first step of Holm
+    (and the least any Benjamini–Hochberg step asks), so an effect that large is detected whatever the
+    other p-values of the family are."""
+    return level / max(1, family_size)
+
+
+def direction_agrees(
+    ours: Comparison,
+    paper_delta: float | None,
+    adjusted_p: float | None,
+    level: float = LEVEL,
+    tolerance: float = 0.0,
+) -> Direction:
     """Whether our delta points the same way as the paper's (row − reference, same units as ``ours``).
 
-    paper_delta: the paper's row minus its reference row, or None when the paper gives no number for
-    either. tolerance (>= 0): paper deltas within ±tolerance count as the paper showing no change.
-
-    Our direction is up when the delta's CI lies above 0, down when it lies below 0, and none when the CI
-    contains or touches 0. The paper's is up, down or none by the sign of paper_delta beyond ±tolerance.
+    Ours is up or down (the sign of Δ) when the family-adjusted p-value is at most ``level``, none
+    otherwise. The paper's is up, down or none by the sign of ``paper_delta`` beyond ±tolerance.
 
     - NO_PAPER_NUMBER: paper_delta is None.
-    - INCONCLUSIVE: either side has a single run (its interval has no spread, so it cannot show a
-      direction), or ours is none while the paper's is up or down.
+    - INCONCLUSIVE: no p-value (a side with one run, or no spread), or ours is none while the paper's
+      is up or down.
     - AGREES: both up, both down, or both none.
     - DISAGREES: opposite directions, or ours is up or down while the paper shows no change.
     """
-    if tolerance < 0 or not np.isfinite(tolerance):
+    if tolerance < 0 or not math.isfinite(tolerance):
         raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance}")
     if paper_delta is None:
         return Direction.NO_PAPER_NUMBER
-    if not np.isfinite(paper_delta):
+    if not math.isfinite(paper_delta):
         raise ValueError(f"paper_delta must be finite or None, got {paper_delta}")
-    if ours.n < 2 or ours.n_reference < 2:
+    if adjusted_p is None:
         return Direction.INCONCLUSIVE
-    our_sign = 1 if ours.delta.ci_low > 0 else -1 if ours.delta.ci_high < 0 else 0
+    our_sign = int(np.sign(ours.delta.mean)) if adjusted_p <= level else 0
     paper_sign = 1 if paper_delta > tolerance else -1 if paper_delta < -tolerance else 0
     if our_sign == paper_sign:
         return Direction.AGREES
@@ -161,26 +288,37 @@ def direction_agrees(ours: Comparison, paper_delta: float | None, tolerance: flo
 
 
 def format_estimate(estimate: Estimate, scale: float = 100, digits: int = 1) -> str:
-    """Table cell for an estimate, e.g. ``"43.2 [40.1, 46.0] (n=3)"``: mean [ci_low, ci_high] (n=runs).
+    """Table cell for an estimate, e.g. ``"43.2 [40.1, 46.0] (n=3)"``; ``"43.2 (n=1)"`` without an interval.
 
     Values are multiplied by ``scale`` (100 turns fractions into percent) and rounded to ``digits``.
     Negative numbers use the typographic minus (−).
     """
+    mean = _number(estimate.mean * scale, digits)
+    if not estimate.has_interval:
+        return f"{mean} (n={estimate.n})"
     low, high = _number(estimate.ci_low * scale, digits), _number(estimate.ci_high * scale, digits)
-    return f"{_number(estimate.mean * scale, digits)} [{low}, {high}] (n={estimate.n})"
+    return f"{mean} [{low}, {high}] (n={estimate.n})"
 
 
 def format_comparison(comparison: Comparison, scale: float = 100, digits: int = 1) -> str:
-    """Table cell for a delta, e.g. ``"+3.1 [−0.5, 6.2]"``: signed mean [ci_low, ci_high].
+    """Table cell for a delta, e.g. ``"+3.1 [−0.5, 6.2]"``: signed mean [ci_low, ci_high] (no interval at n = 1).
 
     The mean always carries its sign (+ or −) unless it rounds to zero; the bounds carry only a minus.
-    Scaling and rounding as in :func:`format_estimate`.
     """
     delta = comparison.delta
     mean = _number(delta.mean * scale, digits)
     if not mean.startswith(MINUS) and float(mean) != 0:
         mean = "+" + mean
+    if not delta.has_interval:
+        return mean
     return f"{mean} [{_number(delta.ci_low * scale, digits)}, {_number(delta.ci_high * scale, digits)}]"
+
+
+def format_p(p: float | None) -> str:
+    """A p-value cell: two significant digits, ``<0.001`` below that, — when undefined."""
+    if p is None:
+        return "—"
+    return "<0.001" if p < 0.001 else f"{p:.2g}"
 
 
 def format_probability(probability: float, digits: int = 2) -> str:
@@ -207,46 +345,90 @@ def _as_runs(values: Sequence[float], name: str) -> np.ndarray:
     return sample
 
 
-def _check_settings(confidence: float, resamples: int) -> None:
+def _check_confidence(confidence: float) -> None:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
-    if resamples < 1:
-        raise ValueError(f"resamples must be at least 1, got {resamples}")
 
 
-def _unpaired_delta(row: np.ndarray, base: np.ndarray, confidence: float, resamples: int, seed: int) -> Estimate:
-    mean, n = float(np.mean(row) - np.mean(base)), row.size
-    if np.all(row == row[0]) and np.all(base == base[0]):
-        return Estimate(mean, mean, mean, n, confidence)
-    # scipy refuses one-observation samples; a single run resamples only to itself, and so does the same
-    # value twice, so doubling it leaves the bootstrap distribution unchanged.
-    row, base = (np.repeat(side, 2) if side.size == 1 else side for side in (row, base))
-    low, high = _percentile_interval((row, base), _difference_of_means, confidence, resamples, seed)
-    return Estimate(mean, low, high, n, confidence)
+def _t_comparison(
+    delta: float,
+    se: float,
+    df: float,
+    n: int,
+    n_reference: int,
+    *,
+    paired: bool,
+    confidence: float,
+    exact_p: float | None,
+    exact_p_floor: float,
+    improvement: float,
+) -> Comparison:
+    """A comparison whose t statistic is delta/se on df degrees of freedom; se = 0 has an interval but no p."""
+    half = float(stats.t.ppf(0.5 + confidence / 2, df) * se)
+    p_value = float(2 * stats.t.sf(abs(delta) / se, df)) if se > 0 else None
+    return Comparison(
+        delta=Estimate(delta, delta - half, delta + half, n, confidence),
+        n=n,
+        n_reference=n_reference,
+        paired=paired,
+        method="paired t" if paired else "Welch t",
+        p_value=p_value,
+        se=se if se > 0 else None,
+        df=df,
+        exact_p=exact_p,
+        exact_p_floor=exact_p_floor,
+        p_improvement=improvement,
+    )
 
 
-def _percentile_interval(
-    samples: tuple[np.ndarray, ...], statistic, confidence: float, resamples: int, seed: int
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic``, each sample resampled independently (seeded)."""
-    interval = stats.bootstrap(
+def _undefined(delta: float, n: int, n_reference: int, paired: bool, confidence: float, improvement: float):
+    """A comparison with a side of one run: its Δ, nothing else."""
+    return Comparison(
+        delta=Estimate(delta, None, None, n, confidence),
+        n=n,
+        n_reference=n_reference,
+        paired=paired,
+        method="paired t" if paired else "Welch t",
+        p_value=None,
+        se=None,
+        df=None,
+        exact_p=None,
+        exact_p_floor=None,
+        p_improvement=improvement,
+    )
+
+
+def _mean_statistic(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The test statistic of the distribution-free checks: the mean (one sample) or difference of means."""
+    if len(samples) == 1:
+        return np.mean(samples[0], axis=axis)
+    return np.mean(samples[0], axis=axis) - np.mean(samples[1], axis=axis)
+
+
+def _sign_flip_p(differences: np.ndarray) -> float:
+    exact = 2**differences.size <= EXACT_ARRANGEMENTS
+    return _permutation_pvalue((differences,), "samples", exact)
+
+
+def _permutation_p(row: np.ndarray, base: np.ndarray) -> float:
+    exact = math.comb(row.size + base.size, row.size) <= EXACT_ARRANGEMENTS
+    return _permutation_pvalue((row, base), "independent", exact)
+
+
+def _permutation_pvalue(samples: tuple[np.ndarray, ...], kind: str, exact: bool) -> float:
+    result = stats.permutation_test(
         samples,
-        statistic,
-        n_resamples=resamples,
+        _mean_statistic,
+        permutation_type=kind,
         vectorized=True,
-        paired=False,
-        confidence_level=confidence,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    ).confidence_interval
-    return float(interval.low), float(interval.high)
+        n_resamples=np.inf if exact else RANDOM_ARRANGEMENTS,
+        alternative="two-sided",
+        rng=np.random.default_rng(0),
+    )
+    return float(result.pvalue)
 
 
-def _difference_of_means(row: np.ndarray, base: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(row, axis=axis) - np.mean(base, axis=axis)
-
-
-def _probability_of_improvement(row: np.ndarray, base: np.ndarray) -> float:
+def _improvement(row: np.ndarray, base: np.ndarray) -> float:
     wins = row[:, None] > base[None, :]  # (n, m)
     ties = row[:, None] == base[None, :]  # (n, m)
     return float((wins.sum() + 0.5 * ties.sum()) / wins.size)

@@ -7,7 +7,7 @@ parameters to every ablation or comparison row built on the sweep's preset::
     snakemake ablations --configfile results/sweeps/dapo_default/best_params.yaml
 
 The report shows how many trials completed, were pruned or failed, the best trials with the mean
-objective over their seeds and its 95% bootstrap CI, and Optuna's optimisation history, parameter
+objective over their seeds and its 95% Student-t CI (none for one seed), and Optuna's optimisation history, parameter
 importances and slice plots.
 
 Command line: ``python -m reports.sweep --sweep dapo_default --out results/sweeps/dapo_default``.
@@ -125,7 +125,7 @@ def write_sweep_report(spec: SweepSpec, out: Path, storage: str | None = None) -
         introduction=introduction,
         header=["trial", *(dimension.key for dimension in spec.space), "objective: mean [95% CI] (n)", "per seed (%)"],
         cells=table_cells(spec, best),
-        note="The best completed trials; 95% CIs are percentile bootstraps over each trial's seeds.",
+        note="The best completed trials; 95% CIs are Student t over each trial's seeds (no interval for one seed).",
         figures=figures(study),
         origin={
             "git_commit": git_commit(),

@@ -7,10 +7,13 @@ parent run the numbers its report shows:
 - ``row``: the row's position in the paper's table (sort by it to read the rows in order);
 - ``paper``: the paper's number, when it has one;
 - ``table/mean``, ``table/ci_low``, ``table/ci_high``, ``table/n_seeds``: the spec's metric at the
-  final step, mean and 95 % bootstrap CI over seeds, in percent like the paper's column;
-- ``table/delta/mean|ci_low|ci_high`` and ``table/p_improvement``: against the compared row;
-- ``endpoint/<metric>/steps <first>-<last>/mean|ci_low|ci_high|n_seeds`` (and ``…/delta/…``): each
-  declared endpoint, in the metric's own units, over the window the runs were measured on;
+  final step, mean and 95 % Student-t CI over seeds, in percent like the paper's column (no interval
+  at one seed);
+- ``table/delta/mean|ci_low|ci_high``, ``table/delta/p``, ``table/delta/p_adjusted``,
+  ``table/delta/detectable`` and ``table/p_improvement``: against the compared row, with the raw and
+  family-adjusted p-values and the effect the comparison could have detected (:mod:`reports.verdicts`);
+- ``endpoint/<metric>/steps <first>-<last>/mean|ci_low|ci_high|n_seeds`` (and ``…/delta/…`` as above):
+  each declared endpoint, in the metric's own units, over the window the runs were measured on;
 
 with the row's label, preset, compared row and settings as tags (tags, not params, so a row edited and
 rerun under the same parent run shows what it is now). The experiment is marked as model
@@ -44,8 +47,10 @@ from algos.presets import ConfigError
 from algos.run_files import CONFIG_FILE, tracker_run_id, write_json
 from algos.tracking import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, GROUP_TAG, PARENT_TAG, tracking_uri
 from reports import endpoints
-from reports.ablation import RowResult, collect, measured_endpoints
-from reports.stats import Estimate
+from reports.ablation import RowResult, analyse
+from reports.seed_plan import read_plan
+from reports.stats import Comparison, Estimate
+from reports.verdicts import Judgement
 
 NOTE_TAG = "mlflow.note.content"  # the description the UI shows above an experiment or run
 VIEW_KEY = "ablation-table"
@@ -55,12 +60,25 @@ ORDER_KEY = "row"
 
 
 def estimate_metrics(prefix: str, estimate: Estimate, scale: float = 1.0) -> dict[str, float]:
-    """``prefix/mean``, ``prefix/ci_low``, ``prefix/ci_high`` of ``estimate`` times ``scale``."""
-    return {
-        f"{prefix}/mean": estimate.mean * scale,
-        f"{prefix}/ci_low": estimate.ci_low * scale,
-        f"{prefix}/ci_high": estimate.ci_high * scale,
+    """``prefix/mean``, ``prefix/ci_low``, ``prefix/ci_high`` of ``estimate`` times ``scale`` (no bounds at n = 1)."""
+    metrics = {f"{prefix}/mean": estimate.mean * scale}
+    if estimate.has_interval:
+        metrics.update({f"{prefix}/ci_low": estimate.ci_low * scale, f"{prefix}/ci_high": estimate.ci_high * scale})
+    return metrics
+
+
+def comparison_metrics(
+    prefix: str, comparison: Comparison, judgement: Judgement | None, scale: float = 1.0
+) -> dict[str, float]:
+    """The Δ's estimate under ``prefix`` with its p-value, adjusted p-value and detectable effect, where defined."""
+    metrics = estimate_metrics(prefix, comparison.delta, scale)
+    optional = {
+        "p": comparison.p_value,
+        "p_adjusted": judgement.adjusted_p if judgement else None,
+        "detectable": judgement.detectable * scale if judgement and judgement.detectable is not None else None,
     }
+    metrics.update({f"{prefix}/{key}": value for key, value in optional.items() if value is not None})
+    return metrics
 
 
 def row_metrics(position: int, result: RowResult, measured: Sequence[endpoints.EndpointResult]) -> dict[str, float]:
@@ -72,7 +90,7 @@ def row_metrics(position: int, result: RowResult, measured: Sequence[endpoints.E
         metrics.update(estimate_metrics("table", result.estimate, TABLE_SCALE))
         metrics["table/n_seeds"] = float(result.estimate.n)
     if result.comparison:
-        metrics.update(estimate_metrics("table/delta", result.comparison.delta, TABLE_SCALE))
+        metrics.update(comparison_metrics("table/delta", result.comparison, result.judgement, TABLE_SCALE))
         metrics["table/p_improvement"] = result.comparison.p_improvement
     for endpoint in measured:
         if endpoint.estimate is None:
@@ -81,7 +99,7 @@ def row_metrics(position: int, result: RowResult, measured: Sequence[endpoints.E
         metrics.update(estimate_metrics(prefix, endpoint.estimate))
         metrics[f"{prefix}/n_seeds"] = float(endpoint.estimate.n)
         if endpoint.comparison:
-            metrics.update(estimate_metrics(f"{prefix}/delta", endpoint.comparison.delta))
+            metrics.update(comparison_metrics(f"{prefix}/delta", endpoint.comparison, endpoint.judgement))
     return metrics
 
 
@@ -130,14 +148,20 @@ def runs_view_link(experiment_id: str) -> str:
     return f"#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey={VIEW_KEY}"
 
 
-def log_rows(spec_name: str, runs_dir: Path, seeds: int) -> dict[str, Any]:
-    """Log every tracked row's aggregate on its parent run; returns the record of what went where."""
+def log_rows(spec_name: str, runs_dir: Path, seeds: int, plan: Path | None = None) -> dict[str, Any]:
+    """Log every tracked row's aggregate on its parent run; returns the record of what went where.
+
+    plan: the campaign's seed plan, as for :func:`reports.ablation.write_report`.
+    """
     from mlflow.entities import Metric, RunTag
     from mlflow.tracking import MlflowClient
 
     spec = read_spec(spec_name)
-    results = collect(spec, runs_dir, seeds)
-    measured = measured_endpoints(spec, results)
+    planned = read_plan(plan) if plan else None
+    analysis = analyse(
+        spec, runs_dir, planned.seeds if planned else seeds, pilot_seeds=planned.pilot_seeds if planned else None
+    )
+    results, measured = analysis.rows, analysis.endpoints
     record: dict[str, Any] = {"spec": spec.name, "rows": {}}
     columns: dict[tuple[str, str], dict[str, None]] = {}  # (store, experiment) -> its rows' metric keys, in order
     for position, result in enumerate(results, start=1):
@@ -196,9 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seeds", type=int, default=3, help="seeds per row (0..seeds-1)")
     parser.add_argument("--out", type=Path, required=True, help="JSON record of what was logged")
+    parser.add_argument("--plan", type=Path, help="the campaign's seed plan (results/plans/<spec>.json), if planned")
     args = parser.parse_args(argv)
     try:
-        path = write_record(log_rows(args.spec, args.runs, args.seeds), args.out)
+        path = write_record(log_rows(args.spec, args.runs, args.seeds, args.plan), args.out)
     except (ConfigError, ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -46,11 +46,13 @@ rule ablation_report:
     params:
         seeds=config["ablations"]["seeds"],
         benchmarks=ABLATION_BENCHMARK_OPTIONS,
+        adjust=config["ablations"]["adjust"],
+        plan=plan_option,
     message:
         "Reporting {wildcards.spec}"
     shell:
         "python -m reports.ablation --spec {wildcards.spec} --runs results/runs --out results/reports "
-        "--seeds {params.seeds} {params.benchmarks} > {log} 2>&1"
+        "--seeds {params.seeds} --adjust {params.adjust} {params.plan} {params.benchmarks} > {log} 2>&1"
 
 
 rule track_rows:
@@ -66,8 +68,57 @@ rule track_rows:
         "../envs/harness.yml"
     params:
         seeds=config["ablations"]["seeds"],
+        plan=plan_option,
     message:
         "Logging the rows of {wildcards.spec} to MLflow"
     shell:
         "python -m reports.tracked_rows --spec {wildcards.spec} --runs results/runs --seeds {params.seeds} "
+        "{params.plan} --out {output} > {log} 2>&1"
+
+
+checkpoint seed_plan:
+    """Plan a spec's seeds from its pilot runs (Stein's two-stage procedure, within the spec's budget)."""
+    input:
+        pilot_runs,
+        spec=local(f"{ABLATIONS_DIR}/{{spec}}.yaml"),
+    output:
+        "results/plans/{spec}.json",
+    log:
+        "results/logs/plan/{spec}.log",
+    conda:
+        "../envs/harness.yml"
+    params:
+        adjust=config["ablations"]["adjust"],
+    message:
+        "Planning the seeds of {wildcards.spec} from its pilot"
+    shell:
+        "python -m reports.plan_seeds --spec {wildcards.spec} --runs results/runs --adjust {params.adjust} "
         "--out {output} > {log} 2>&1"
+
+
+rule calibration_report:
+    """The A/A calibration of the report procedure on one row's many seeds."""
+    input:
+        row_runs(
+            config["calibration"]["spec"], {config["calibration"]["row"]: config["calibration"]["seeds"]}
+        ),
+    output:
+        markdown="results/reports/calibration.md",
+        page=report("results/reports/calibration.html", category="Calibration"),
+    log:
+        "results/logs/report/calibration.log",
+    conda:
+        "../envs/harness.yml"
+    params:
+        spec=config["calibration"]["spec"],
+        row=config["calibration"]["row"],
+        seeds=config["calibration"]["seeds"],
+        splits=config["calibration"]["splits"],
+        half=config["ablations"]["seeds"],
+        adjust=config["ablations"]["adjust"],
+    message:
+        "Calibrating the verdicts on {params.seeds} seeds of {params.spec} / {params.row}"
+    shell:
+        "python -m reports.calibration --spec {params.spec} --row {params.row} --runs results/runs "
+        "--seeds {params.seeds} --half {params.half} --splits {params.splits} --adjust {params.adjust} "
+        "--out results/reports > {log} 2>&1"

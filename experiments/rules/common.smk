@@ -1,5 +1,6 @@
 # Helpers shared by the rule files.
 import functools
+import json
 import shlex
 
 from algos.ablations import ABLATIONS_DIR, Budget, read_spec
@@ -83,12 +84,42 @@ def model_directory(wildcards):
     return f"results/runs/{wildcards.model}/checkpoint/policy"
 
 
-def spec_runs(spec):
-    """Final-metrics files of every (row, seed) of one ablation spec, and their scores on ablations.benchmarks."""
-    runs = [f"{spec}/{row.id}/seed{seed}" for row in spec_named(spec).rows for seed in range(config["ablations"]["seeds"])]
+def planned(spec):
+    """Whether the campaign runs this spec's seed plan (ablations.plan and a 'plan' in the spec)."""
+    return config["ablations"]["plan"] and spec_named(spec).plan is not None
+
+
+def seeds_of(spec):
+    """row -> seeds it runs: ablations.seeds, or the seed plan's counts once its pilot has run."""
+    rows = spec_named(spec).rows
+    if not planned(spec):
+        return {row.id: config["ablations"]["seeds"] for row in rows}
+    with open(checkpoints.seed_plan.get(spec=spec).output[0]) as plan:
+        return json.load(plan)["seeds"]
+
+
+def row_runs(spec, seeds):
+    """Final-metrics files of each row's seeds 0..n-1 (seeds: row -> n), and their scores on ablations.benchmarks."""
+    runs = [f"{spec}/{row}/seed{seed}" for row, count in seeds.items() for seed in range(count)]
     return [f"results/runs/{run}/final_metrics.json" for run in runs] + [
         f"results/eval/{run}/{benchmark}/metrics.json" for run in runs for benchmark in config["ablations"]["benchmarks"]
     ]
+
+
+def spec_runs(spec):
+    """Every run a spec's report reads (with a seed plan, known once the pilot's plan is written)."""
+    return row_runs(spec, seeds_of(spec))
+
+
+def pilot_runs(wildcards):
+    """The seed plan's pilot: seeds 0..plan.pilot_seeds-1 of every row."""
+    spec = spec_named(wildcards.spec)
+    return row_runs(spec.name, {row.id: spec.plan.pilot_seeds for row in spec.rows})
+
+
+def plan_option(wildcards):
+    """The report's --plan option for a planned spec (empty otherwise)."""
+    return f"--plan results/plans/{wildcards.spec}.json" if planned(wildcards.spec) else ""
 
 
 def row_config_hash(wildcards):

@@ -176,7 +176,11 @@ def test_endpoints_come_from_the_spec_and_a_row_replaces_them(tmp_path):
         ({**ENDPOINT, "window": [10, 61]}, "window \\[10, 61\\] past the row's last step 60"),
         ({**ENDPOINT, "direction": "higher"}, "direction 'higher' is not one of: up, down"),
         ({**ENDPOINT, "source": ""}, "'source' must cite"),
-        ({"metric": "actor/entropy", "window": [1, 2]}, "exactly the fields metric, window, direction, source"),
+        ({"metric": "actor/entropy", "window": [1, 2]}, "needs the fields metric, window, direction, source"),
+        ({**ENDPOINT, "smallest_effect": -0.1}, "smallest_effect must be a positive number"),
+        ({**ENDPOINT, "metric": "rollout/truncated_frac", "smallest_effect": 2}, "is a share in \\[0, 1\\].*\"2 points\""),
+        ({**ENDPOINT, "smallest_effect": "2 points"}, "smallest_effect must be .* measured as a value"),
+        ({**ENDPOINT, "metric": "rollout/incorrect_length_mean", "smallest_effect": "2 s"}, "with a unit: tokens"),
     ],
 )
 def test_a_bad_endpoint_fails_naming_the_file_and_row(tmp_path, endpoint, message):
@@ -210,3 +214,41 @@ def test_list_names_a_broken_spec_and_still_lists_the_rest(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out.startswith("dapo_table1 (cumulative)") and "dr_grpo_bias (leave_one_out)" in out
     assert err.count("\n") == 1 and "broken.yaml" in err
+
+
+PLAN = {"pilot_seeds": 3, "budget": "4 h", "smallest_effect": "3 points"}
+
+
+def test_a_seed_plan_reads_its_units():
+    spec = read_spec("dapo_table1")
+    assert (spec.plan.pilot_seeds, spec.plan.budget_seconds, spec.plan.smallest_effect) == (3, 4 * 3600.0, 0.03)
+    entropy = next(e for row in spec.rows for e in row.endpoints if e.metric == "actor/entropy")
+    truncated = next(e for row in spec.rows for e in row.endpoints if e.metric == "rollout/truncated_frac")
+    assert (entropy.smallest_effect, truncated.smallest_effect) == (0.01, pytest.approx(0.02))
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        ({**PLAN, "budget": "4"}, "plan: budget must be a positive time with its unit \\(s, min, h\\)"),
+        ({**PLAN, "budget": "-2 h"}, "plan: budget must be a positive time"),
+        ({**PLAN, "budget": "4 parsecs"}, "plan: budget must be a positive time"),
+        ({**PLAN, "smallest_effect": 3}, "plan: smallest_effect: eval/test/accuracy_t1 is a share"),
+        ({**PLAN, "smallest_effect": "3 tokens"}, "plan: smallest_effect must be .* with a unit: points, %"),
+        ({**PLAN, "smallest_effect": -0.01}, "plan: smallest_effect must be a positive number"),
+        ({"pilot_seeds": 3, "budget": "4 h"}, "plan needs exactly the fields .* \\(missing: smallest_effect\\)"),
+        ({**PLAN, "pilot_seeds": 1}, "pilot_seeds must be a whole number of at least 2"),
+    ],
+)
+def test_a_bad_seed_plan_fails_naming_the_key(tmp_path, plan, message):
+    with pytest.raises(ConfigError, match=message) as error:
+        read_spec("mine", write_spec(tmp_path, plan=plan))
+    assert "mine.yaml" in str(error.value)
+
+
+def test_a_planned_spec_needs_every_compared_endpoints_smallest_effect(tmp_path):
+    rows = [{"id": "a", "paper": 1}, {"id": "b", "paper": None, "endpoints": [ENDPOINT]}]
+    with pytest.raises(ConfigError, match="row 'b': endpoint actor/entropy has no 'smallest_effect'"):
+        read_spec("mine", write_spec(tmp_path, rows=rows, plan=PLAN))
+    rows[1]["endpoints"] = [{**ENDPOINT, "smallest_effect": 0.01}]
+    assert read_spec("mine", write_spec(tmp_path, rows=rows, plan=PLAN)).row("b").endpoints[0].smallest_effect == 0.01

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from algos.ablations import read_spec
-from reports.ablation import HEADER, collect, main, table_cells, write_report
+from reports.ablation import HEADER, analyse, collect, main, table_cells, write_report
 from tests.reports.test_benchmarks import fake_score
 
 
@@ -37,27 +37,44 @@ def fake_run(directory, value, steps=3, commit="abc"):
 
 @pytest.fixture
 def dapo_runs(tmp_path):
-    """DAPO Table 1 with 3 seeds per row, each row 0.1 above the one before, except the last row, never run."""
+    """DAPO Table 1 with 3 seeds per row, each row about 0.1 above the one before, except the last row, never run.
+
+    Row k, seed s: 0.1 k + 0.01 s + 0.002 (k s mod 3), so row 1 against row 0 differs by 0.1, 0.102, 0.104.
+    """
     spec = read_spec("dapo_table1")
     for index, row in enumerate(spec.rows[:-1]):
         for seed in range(3):
-            fake_run(tmp_path / "runs" / spec.name / row.id / f"seed{seed}", 0.1 * index + 0.01 * seed)
+            value = 0.1 * index + 0.01 * seed + 0.002 * (index * seed % 3)
+            fake_run(tmp_path / "runs" / spec.name / row.id / f"seed{seed}", value)
     return tmp_path
 
 
 def test_table_compares_each_row_with_the_one_before_in_the_papers_order(dapo_runs):
     spec = read_spec("dapo_table1")
-    results = collect(spec, dapo_runs / "runs", seeds=3)
+    results = analyse(spec, dapo_runs / "runs", seeds=3).rows
     assert [r.row.id for r in results] == [r.id for r in spec.rows]
     assert results[0].comparison is None and results[0].estimate.mean == pytest.approx(0.01)
     second = results[1]
-    assert second.values == pytest.approx((0.1, 0.11, 0.12)) and second.comparison.paired
-    assert second.comparison.delta.mean == pytest.approx(0.1) and second.comparison.p_improvement == 1.0
-    assert str(second.direction) == "agrees"  # paper: 30 -> 36, ours up on every seed
+    assert list(second.values.values()) == pytest.approx([0.1, 0.112, 0.124]) and second.comparison.paired
+    assert second.comparison.delta.mean == pytest.approx(0.102) and second.comparison.p_improvement == 1.0
+    assert str(second.judgement.verdict) == "agrees"  # paper: 30 -> 36; ours up, t = 0.102 / (0.002 / sqrt 3)
     cells = table_cells(spec, results)
     assert len(cells[0]) == len(HEADER) and cells[1][:2] == ["+ Overlong Filtering", "36"]
-    assert cells[1][2] == "11.0 [10.0, 12.0] (n=3)" and cells[1][3].startswith("+10.0 [10.0, 10.0] vs Naive GRPO")
-    assert cells[-1][2:] == ["not run", "—", "—", "—"]
+    # Student t with 2 df: 11.2 ± 4.303 * 1.2 / sqrt 3 and 10.2 ± 4.303 * 0.2 / sqrt 3, in points.
+    assert cells[1][2] == "11.2 [8.2, 14.2] (n=3)" and cells[1][3] == "+10.2 [9.7, 10.7] vs Naive GRPO"
+    assert cells[1][6] == "0.25 (≥ 0.25 at this n)"  # the sign-flip check cannot pass at 3 seeds
+    assert cells[-1][2:] == ["not run", "—", "—", "—", "—", "—", "—"]
+
+
+def test_every_comparison_of_the_report_is_one_holm_family(dapo_runs):
+    analysis = analyse(read_spec("dapo_table1"), dapo_runs / "runs", seeds=3)
+    judged = [r for r in analysis.rows if r.judgement and r.judgement.adjusted_p is not None]
+    judged += [e for e in analysis.endpoints if e.judgement and e.judgement.adjusted_p is not None]
+    # The four row comparisons that ran; the fake runs' endpoints are equal on every seed (no p-value).
+    assert analysis.family_size == len(judged) == 4
+    raw = sorted(item.comparison.p_value for item in judged)
+    adjusted = sorted(item.judgement.adjusted_p for item in judged)
+    assert adjusted[0] == pytest.approx(min(1.0, len(judged) * raw[0]))
 
 
 def test_reports_are_written_from_the_runs_files_alone(dapo_runs):
@@ -94,7 +111,7 @@ def test_benchmark_scores_of_the_runs_become_columns_with_their_protocol(dapo_ru
     text = markdown.read_text()
     assert "| aime24: mean [95% CI] (n) | math500: mean [95% CI] (n) |" in text
     naive = next(line for line in text.splitlines() if line.startswith("| Naive GRPO |"))
-    assert naive.endswith("| 50.0 [25.0, 75.0] (n=3) | not scored |")
-    assert "| 100.0 [100.0, 100.0] (n=1) | not scored |" in text  # the second row: one scored seed, greedy
+    assert naive.endswith("| 50.0 [−12.1, 112.1] (n=3) | not scored |")  # 50 ± 4.303 * 25 / sqrt 3
+    assert "| 100.0 (n=1) | not scored |" in text  # the second row: one scored seed, greedy, no interval
     assert "aime24 (avg@4: greedy + k=4 at T=1, top-p 0.7;" in text and "math500 (not scored)." in text
     assert "greedy_pass@1: greedy; 64 new tokens" in text  # both protocols are listed when they differ

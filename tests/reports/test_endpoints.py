@@ -7,7 +7,7 @@ import yaml
 
 from algos.ablations import read_spec
 from reports import endpoints
-from reports.ablation import write_report
+from reports.ablation import judged, write_report
 
 
 def fake_run(directory, lines, steps=30):
@@ -55,18 +55,21 @@ def test_window_mean_hand_values():
 
 def test_endpoints_are_measured_on_scaled_windows_and_compared_by_seed(runs):
     spec, runs_of = runs
-    measured = endpoints.measure(spec, runs_of, {row.id: 60 for row in spec.rows})
+    _, measured = judged(spec, [], endpoints.measure(spec, runs_of, {row.id: 60 for row in spec.rows}), "holm")
     entropy = next(r for r in measured if r.row.id == "clip_higher" and r.endpoint.metric == "actor/entropy")
     assert entropy.window == (15, 30)  # declared [30, 60] of 60 steps, the runs made 30
     mean_step = sum(range(15, 31)) / 16
     assert entropy.values == pytest.approx({s: 1.5 + 0.02 * s + 0.01 * mean_step for s in range(3)})
     assert entropy.comparison.delta.mean == pytest.approx(0.5 + 0.01)  # paired: seeds differ by 0.5 + 0.01 s
-    assert str(entropy.verdict) == "agrees"  # expected up
+    assert str(entropy.judgement.verdict) == "agrees"  # expected up; differences 0.5, 0.51, 0.52
     clipped = next(r for r in measured if r.row.id == "clip_higher" and r.endpoint.metric == "actor/clip_frac_high")
-    assert clipped.comparison.delta.mean == 0 and str(clipped.verdict) == "inconclusive"
+    assert clipped.comparison.delta.mean == 0 and clipped.comparison.p_value is None
+    assert str(clipped.judgement.verdict) == "inconclusive"
     cells = endpoints.endpoint_cells(spec, measured)
     row = next(c for c in cells if c[0] == "+ Clip-Higher" and c[1].startswith("actor/entropy"))
-    assert row[1] == "actor/entropy (15–30)" and row[3].startswith("+0.51 [0.5") and row[5:7] == ["up", "agrees"]
+    assert row[1] == "actor/entropy (15–30)" and row[3].startswith("+0.51 [0.4") and row[8:10] == ["up", "agrees"]
+    clip_row = next(c for c in cells if c[0] == "+ Clip-Higher" and c[1].startswith("actor/clip_frac_high"))
+    assert clip_row[9] == "inconclusive (no spread)"
     assert any(c[2] == "no data" for c in cells)  # rows never run
 
 

@@ -7,8 +7,9 @@ import pytest
 from algos.ablations import Endpoint, Row
 from reports.ablation import RowResult
 from reports.endpoints import EndpointResult
-from reports.stats import Comparison, Estimate
+from reports.stats import Comparison, Direction, Estimate
 from reports.tracked_rows import row_metrics, runs_view_link, table_view
+from reports.verdicts import Judgement
 
 ROW = Row("clip_higher", "+ Clip-Higher", 38.0, "dapo", {"policy_loss.clip_eps_high": 0.28}, "overlong_filtering")
 ENTROPY = Endpoint("actor/entropy", (30, 60), "up", "DAPO §3.1")
@@ -18,9 +19,17 @@ def estimate(mean, low, high, n=3):
     return Estimate(mean, low, high, n, 0.95)
 
 
+def comparison(delta, n, p_value, p_improvement):
+    return Comparison(delta, n, n, True, "paired t", p_value, 0.01, n - 1.0, 0.25, 0.25, p_improvement)
+
+
+JUDGEMENT = Judgement(0.6, 0.04, Direction.INCONCLUSIVE, 5, 0.05)
+
+
 def result(row=ROW, with_comparison=True):
-    comparison = Comparison(estimate(0.02, -0.01, 0.05), 0.75, 3, 3, True) if with_comparison else None
-    return RowResult(row, (), (), (0.5, 0.6, 0.7), estimate(0.6, 0.5, 0.7), comparison, None)
+    compared = comparison(estimate(0.02, -0.01, 0.05), 3, 0.2, 0.75) if with_comparison else None
+    values = {0: 0.5, 1: 0.6, 2: 0.7}
+    return RowResult(row, (), (), values, estimate(0.6, 0.5, 0.7), compared, 0.02, judgement=JUDGEMENT)
 
 
 def test_a_row_carries_its_table_cell_in_percent_its_paper_number_and_its_position():
@@ -36,6 +45,9 @@ def test_a_row_carries_its_table_cell_in_percent_its_paper_number_and_its_positi
             "table/delta/mean": 2.0,
             "table/delta/ci_low": -1.0,
             "table/delta/ci_high": 5.0,
+            "table/delta/p": 0.2,
+            "table/delta/p_adjusted": 0.6,
+            "table/delta/detectable": 4.0,
             "table/p_improvement": 0.75,
         }
     )
@@ -47,22 +59,23 @@ def test_endpoints_keep_their_units_and_name_the_window_measured():
         ENTROPY,
         (10, 20),
         {0: 0.2, 1: 0.3},
+        {0: 0.19, 1: 0.29},
         estimate(0.25, 0.2, 0.3, n=2),
-        Comparison(estimate(0.01, 0.0, 0.02, n=2), 1.0, 2, 2, True),
-        None,
+        comparison(estimate(0.01, 0.0, 0.02, n=2), 2, None, 1.0),
     )
     metrics = row_metrics(1, result(with_comparison=False), [measured])
     prefix = "endpoint/actor/entropy/steps 10-20"
     assert metrics[f"{prefix}/mean"] == 0.25 and metrics[f"{prefix}/n_seeds"] == 2.0
     assert (metrics[f"{prefix}/delta/ci_low"], metrics[f"{prefix}/delta/ci_high"]) == (0.0, 0.02)
+    assert f"{prefix}/delta/p" not in metrics and f"{prefix}/delta/p_adjusted" not in metrics  # not judged
     assert "table/delta/mean" not in metrics
-    unmeasured = EndpointResult(ROW, ENTROPY, (10, 20), {}, None, None, None)
+    unmeasured = EndpointResult(ROW, ENTROPY, (10, 20), {}, {}, None, None)
     assert not any(key.startswith("endpoint/") for key in row_metrics(1, result(), [unmeasured]))
 
 
 def test_a_row_without_a_paper_number_or_runs_logs_only_what_it_has():
     bare = Row("extra", "Extra", None, "grpo", {}, None)
-    metrics = row_metrics(5, RowResult(bare, (), (), (), None, None, None), [])
+    metrics = row_metrics(5, RowResult(bare, (), (), {}, None, None, None), [])
     assert metrics == {"row": 5.0}
 
 
