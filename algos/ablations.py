@@ -21,8 +21,15 @@ with, and the figure or section that argues it. The spec's ``endpoints`` apply t
 own ``endpoints`` replace them::
 
     endpoints:
-      - {metric: actor/entropy, window: [10, 40], direction: up, source: "DAPO §3.1, Fig. 2b"}
- ``cumulative``:
+      - {metric: actor/entropy, window: [10, 40], direction: up, source: "DAPO §3.1, Fig. 2b", smallest_effect: 0.01}
+
+A spec may declare a seed ``plan`` (run by the workflow with ``ablations.plan: true``; see
+:mod:`reports.seed_plan`): ``{pilot_seeds: 3, budget: "4 h", smallest_effect: "3 points"}``, the
+smallest effect of interest on the table's metric; every compared endpoint then declares its own
+``smallest_effect``, a positive number in its metric's units or with a unit the metric allows
+(``"2 points"`` of a share, ``"2 tokens"`` of a length).
+
+The kind says how rows are built and compared. ``cumulative``:
 row k is the preset, the settings and the changes of rows 1..k, and is compared with row k - 1.
 ``leave_one_out``: each row is the spec's preset with the settings and its own changes, or another
 ``preset`` (a baseline, taken as published) with its own changes only; it is compared with the
@@ -352,7 +359,10 @@ def parse_endpoints(entries: Any, where: str) -> tuple[Endpoint, ...]:
         raise ConfigError(f"{where} must be a list of {{{', '.join(ENDPOINT_FIELDS)}}}")
     endpoints = []
     for entry in entries:
-        if not isinstance(entry, dict) or not set(ENDPOINT_FIELDS) <= set(entry) <= {*ENDPOINT_FIELDS, *OPTIONAL_ENDPOINT_FIELDS}:
+        if not isinstance(entry, dict) or not set(ENDPOINT_FIELDS) <= set(entry) <= {
+            *ENDPOINT_FIELDS,
+            *OPTIONAL_ENDPOINT_FIELDS,
+        }:
             raise ConfigError(
                 f"{where}: each endpoint needs the fields {', '.join(ENDPOINT_FIELDS)} (optional: "
                 f"{', '.join(OPTIONAL_ENDPOINT_FIELDS)}); got {entry!r}"
@@ -390,11 +400,21 @@ def parse_plan(entry: Any, metric: str, where: str) -> SeedPlan:
     """A spec's ``plan``: {pilot_seeds: n ≥ 2, budget: "<number> s|min|h", smallest_effect: of the table's metric}."""
     if not isinstance(entry, dict) or set(entry) != set(PLAN_FIELDS):
         missing = sorted(set(PLAN_FIELDS) - set(entry)) if isinstance(entry, dict) else list(PLAN_FIELDS)
-        raise ConfigError(f"{where} needs exactly the fields {', '.join(PLAN_FIELDS)} (missing: {', '.join(missing) or 'none'}); got {entry!r}")
+        raise ConfigError(
+            f"{where} needs exactly the fields {', '.join(PLAN_FIELDS)} "
+            f"(missing: {', '.join(missing) or 'none'}); got {entry!r}"
+        )
     pilot = entry["pilot_seeds"]
     if not isinstance(pilot, int) or isinstance(pilot, bool) or pilot < 2:
-        raise ConfigError(f"{where}: pilot_seeds must be a whole number of at least 2 (a pilot's spread needs two seeds), got {pilot!r}")
-    return SeedPlan(pilot, parse_duration(entry["budget"], f"{where}: budget"), parse_effect(entry["smallest_effect"], metric, f"{where}: smallest_effect"))
+        raise ConfigError(
+            f"{where}: pilot_seeds must be a whole number of at least 2 (a pilot's spread needs two seeds), "
+            f"got {pilot!r}"
+        )
+    return SeedPlan(
+        pilot,
+        parse_duration(entry["budget"], f"{where}: budget"),
+        parse_effect(entry["smallest_effect"], metric, f"{where}: smallest_effect"),
+    )
 
 
 def parse_duration(value: Any, where: str) -> float:
@@ -402,7 +422,7 @@ def parse_duration(value: Any, where: str) -> float:
     match = QUANTITY.match(value) if isinstance(value, str) else None
     if not match or match[2] not in DURATION_UNITS or float(match[1]) <= 0:
         raise ConfigError(
-            f"{where} must be a positive time with its unit ({', '.join(DURATION_UNITS)}), e.g. \"6 h\"; got {value!r}"
+            f'{where} must be a positive time with its unit ({", ".join(DURATION_UNITS)}), e.g. "6 h"; got {value!r}'
         )
     return float(match[1]) * DURATION_UNITS[match[2]]
 
@@ -419,7 +439,7 @@ def parse_effect(value: Any, metric: str, where: str) -> float:
         if unit == "share" and value >= 1:
             raise ConfigError(
                 f"{where}: {metric} is a share in [0, 1], so {value!r} cannot be an effect on it; write a fraction "
-                f"({value / 100:g}) or \"{value:g} points\""
+                f'({value / 100:g}) or "{value:g} points"'
             )
         return float(value)
     match = QUANTITY.match(value) if isinstance(value, str) else None

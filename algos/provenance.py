@@ -19,7 +19,18 @@ from algos.presets import config_hash
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TRACKED_PACKAGES = ("torch", "transformers", "accelerate", "tokenizers")
-CPU_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
+CPU_FLAGS = (
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_bf16",
+)
 """The instruction-set flags that decide which kernels PyTorch, MKL and oneDNN may pick."""
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 

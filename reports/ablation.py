@@ -7,8 +7,9 @@ is Student t over seeds, and Δ a paired t when both rows ran the same seeds (We
 test for a planned campaign). The table's comparisons and every declared endpoint form one family whose
 p-values are adjusted together (Holm unless ``--adjust bh``); a direction is called only where the
 adjusted p is at most 0.05, and an undecided cell says what effect it could have detected
-(:mod:`reports.verdicts`). A forest plot of every comparison opens the figures. Beside the table, the endpoint table measures what the spec declared each row is judged by
-(:mod:`reports.endpoints`), and the diagnostics table what each run can be checked by on its own.
+(:mod:`reports.verdicts`). A forest plot of every comparison opens the figures. Beside the table,
+the endpoint table measures what the spec declared each row is judged by (:mod:`reports.endpoints`),
+and the diagnostics table what each run can be checked by on its own.
 Then: figure panels per endpoint, accuracy against responses generated for dynamic-sampling rows,
 curves with seed bands, and the provenance of every number (the spec file's hash, git commits,
 config hashes, package versions, hardware, seeds, wall time, run ids). Warnings on top name a spec
@@ -46,8 +47,8 @@ from eval.task_properties import TARGETS, within_target
 from reports import endpoints
 from reports.benchmarks import Score, protocol_summary, read_score
 from reports.figures import figure_grid
-from reports.pages import Page, Table, run_report, write_page
 from reports.forest import forest_plot
+from reports.pages import Page, Table, run_report, write_page
 from reports.seed_plan import read_plan
 from reports.stats import (
     ADJUSTMENTS,
@@ -92,11 +93,8 @@ class RowResult:
 class Analysis:
     """A spec's rows and endpoints measured, compared and judged as one family."""
 
-    spec: AblationSpec
     rows: list[RowResult]
     endpoints: list[endpoints.EndpointResult]
-    method: str
-    pilot_seeds: int | None
 
     @property
     def family_size(self) -> int:
@@ -128,8 +126,7 @@ def analyse(
         raise ValueError(f"unknown p-value adjustment '{method}'; choose one of: {', '.join(ADJUSTMENTS)}")
     results = collect(spec, runs_dir, seeds, eval_dir, benchmarks, pilot_seeds)
     measured = measured_endpoints(spec, results, pilot_seeds)
-    rows, measured = judged(spec, results, measured, method)
-    return Analysis(spec, rows, measured, method, pilot_seeds)
+    return Analysis(*judged(spec, results, measured, method))
 
 
 def judged(
@@ -139,12 +136,11 @@ def judged(
 
     An endpoint on the table's metric at the runs' last step is the table's own comparison, counted once.
     """
-    claims = [
-        Claim((r.row.id, spec.metric, "final"), r.comparison, None if r.paper_delta is None else r.paper_delta)
-        for r in results
-    ] + [
+    claims = [Claim((r.row.id, spec.metric, "final"), r.comparison, r.paper_delta) for r in results] + [
         Claim(
-            (e.row.id, spec.metric, "final") if e.final and e.endpoint.metric == spec.metric else (e.row.id, e.endpoint.metric, e.window),
+            (e.row.id, spec.metric, "final")
+            if e.final and e.endpoint.metric == spec.metric
+            else (e.row.id, e.endpoint.metric, e.window),
             e.comparison,
             (1.0 if e.endpoint.direction == "up" else -1.0) if e.row.compare_to else None,
         )
@@ -180,7 +176,9 @@ def collect(
                 f"metric '{spec.metric}' of spec '{spec.name}' is not in {FINAL_FILE} of: {', '.join(missing)}"
             )
         runs_of[row.id], finals_of[row.id] = tuple(runs), tuple(finals)
-        metric_of[row.id] = {endpoints.seed_of(run): final[spec.metric] for run, final in zip(runs, finals, strict=True)}
+        metric_of[row.id] = {
+            endpoints.seed_of(run): final[spec.metric] for run, final in zip(runs, finals, strict=True)
+        }
     results = []
     for row in spec.rows:
         mine, theirs = metric_of[row.id], metric_of[row.compare_to] if row.compare_to else {}
@@ -332,7 +330,12 @@ def environments(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def environment_warnings(results: Sequence[RowResult]) -> list[str]:
     """One warning when the runs came from more than one environment, naming what differs."""
-    records = [json.loads((run / RUN_FILE).read_text()) for result in results for run in result.runs if (run / RUN_FILE).is_file()]
+    records = [
+        json.loads((run / RUN_FILE).read_text())
+        for result in results
+        for run in result.runs
+        if (run / RUN_FILE).is_file()
+    ]
     found = environments(records)
     if len(found) < 2:
         return []

@@ -83,7 +83,9 @@ def false_positive_rates(
     """Over ``splits`` random A/A splits of the rows of ``values`` (seeds, quantities): the share whose
     family of adjusted p-values calls any direction, and each quantity's share of raw p ≤ level."""
     if values.shape[0] < 2 * half:
-        raise ValueError(f"an A/A split of {half} + {half} seeds needs at least {2 * half} seeds, got {values.shape[0]}")
+        raise ValueError(
+            f"an A/A split of {half} + {half} seeds needs at least {2 * half} seeds, got {values.shape[0]}"
+        )
     rng = np.random.default_rng(seed)
     family_hits, raw_hits = 0, np.zeros(values.shape[1])
     for _ in range(splits):
@@ -141,7 +143,9 @@ def write_calibration(
     row = spec.row(row_id)
     runs = finished_runs(runs_dir, spec, row, seeds)
     if len(runs) < 2 * half:
-        raise FileNotFoundError(f"{spec.name}/{row.id} has {len(runs)} finished seeds of {seeds}; the calibration needs {2 * half}")
+        raise FileNotFoundError(
+            f"{spec.name}/{row.id} has {len(runs)} finished seeds of {seeds}; the calibration needs {2 * half}"
+        )
     values = seed_values(spec, row.id, runs)
     names = [name for name, _ in quantities(spec)]
     headline, cells = [], []
@@ -197,7 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.calibration", description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec", default="dapo_table1", help="ablation spec whose report procedure is calibrated")
     parser.add_argument("--row", default="naive_grpo", help="the row trained with many seeds")
-    parser.add_argument("--runs", type=Path, default=Path("results/runs"), help="directory holding <spec>/<row>/seed<n>/")
+    parser.add_argument(
+        "--runs", type=Path, default=Path("results/runs"), help="directory holding <spec>/<row>/seed<n>/"
+    )
     parser.add_argument("--seeds", type=int, default=12, help="seeds of the row (0..seeds-1)")
     parser.add_argument("--half", type=int, default=3, help="seeds per half: the table's seed count")
     parser.add_argument("--splits", type=int, default=1000, help="random A/A splits")
@@ -205,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/reports"), help="directory for the report")
     args = parser.parse_args(argv)
     return run_report(
-        lambda: write_calibration(args.spec, args.row, args.runs, args.out, args.seeds, args.half, args.splits, args.adjust),
+        lambda: write_calibration(
+            args.spec, args.row, args.runs, args.out, args.seeds, args.half, args.splits, args.adjust
+        ),
         (ConfigError, ValueError, FileNotFoundError),
     )
 

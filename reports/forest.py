@@ -51,7 +51,10 @@ def forest_plot(spec: AblationSpec, analysis: Analysis) -> bytes | None:
         draw_panel(figure.add_subplot(grid[index]), title, scale, lines)
     figure.legend(
         handles=[
-            *(Line2D([], [], color=color, marker="o", linestyle="-", label=str(word)) for word, color in VERDICT_COLORS.items()),
+            *(
+                Line2D([], [], color=color, marker="o", linestyle="-", label=str(word))
+                for word, color in VERDICT_COLORS.items()
+            ),
             Patch(color=BAND_COLOR, label="± detectable effect (80 % power)"),
             Line2D([], [], color="black", marker=">", linestyle="none", label="paper argues up (◀: down)"),
         ],
@@ -94,15 +97,22 @@ def draw_panel(axes, title: str, scale: float, lines: Sequence[Line]) -> None:
         if judgement is not None and judgement.detectable is not None:
             band = judgement.detectable * scale
             axes.fill_between([-band, band], y - 0.35, y + 0.35, color=BAND_COLOR, linewidth=0)
-        color = VERDICT_COLORS[judgement.verdict] if judgement and judgement.verdict else VERDICT_COLORS[
-            Direction.NO_PAPER_NUMBER
-        ]
+        color = (
+            VERDICT_COLORS[judgement.verdict]
+            if judgement and judgement.verdict
+            else VERDICT_COLORS[Direction.NO_PAPER_NUMBER]
+        )
         if delta.has_interval:
             axes.plot([delta.ci_low * scale, delta.ci_high * scale], [y, y], color=color, linewidth=1.6)
         axes.plot([delta.mean * scale], [y], "o", color=color, markersize=5)
         if argued:
             axes.plot(
-                [1.01], [y], marker=">" if argued > 0 else "<", color="black", transform=axes.get_yaxis_transform(), clip_on=False
+                [1.01],
+                [y],
+                marker=">" if argued > 0 else "<",
+                color="black",
+                transform=axes.get_yaxis_transform(),
+                clip_on=False,
             )
     axes.axvline(0.0, color="black", linewidth=0.8)
     axes.set_yticks(range(len(lines)), [label for label, *_ in reversed(lines)], fontsize="x-small")

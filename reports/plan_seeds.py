@@ -8,7 +8,8 @@ power. Each row runs the largest N of its comparisons, every row under one cap t
 runs within ``plan.budget`` of training time (measured on the pilot). The plan names every comparison
 the budget could not serve, with the seeds it would need.
 
-Command line: ``python -m reports.plan_seeds --spec dapo_table1 --runs results/runs --out results/plans/dapo_table1.json``.
+Command line: ``python -m reports.plan_seeds --spec dapo_table1 --runs results/runs
+--out results/plans/dapo_table1.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from reports.stats import verdict_level
 
 
 def pilot_differences(spec: AblationSpec, analysis: Analysis) -> list[tuple[str, str, str, list[float], float]]:
-    """(row, reference, what is compared, pilot per-seed differences, smallest effect) of each directional comparison."""
+    """Each directional comparison's (row, reference, what is compared, pilot per-seed differences, smallest effect)."""
     plan = spec.plan
     values_of = {result.row.id: result.values for result in analysis.rows}
     found: dict[tuple[str, str], tuple[str, str, str, list[float], float]] = {}
@@ -60,10 +61,14 @@ def plan_seeds(spec_name: str, runs_dir: Path, method: str = "holm") -> dict[str
     analysis = analyse(spec, runs_dir, pilot, method=method)
     short = [result.row.id for result in analysis.rows if len(result.runs) < pilot]
     if short:
-        raise FileNotFoundError(f"the pilot of spec '{spec.name}' is not finished: rows {', '.join(short)} lack seeds 0..{pilot - 1}")
+        raise FileNotFoundError(
+            f"the pilot of spec '{spec.name}' is not finished: rows {', '.join(short)} lack seeds 0..{pilot - 1}"
+        )
     level = verdict_level(analysis.family_size, 0.05)
     plans = [
-        PlannedComparison(row, reference, what, pilot, float(np.std(diffs, ddof=1)), effect, seeds_needed(diffs, effect, level))
+        PlannedComparison(
+            row, reference, what, pilot, float(np.std(diffs, ddof=1)), effect, seeds_needed(diffs, effect, level)
+        )
         for row, reference, what, diffs, effect in pilot_differences(spec, analysis)
     ]
     run_seconds = {
@@ -91,7 +96,8 @@ def plan_seeds(spec_name: str, runs_dir: Path, method: str = "holm") -> dict[str
         "summary": (
             f"Seeds planned by Stein's two-stage procedure from a pilot of {pilot} seeds per row: "
             f"{', '.join(f'{row} {count}' for row, count in seeds.items())} "
-            f"(about {math.ceil(cost / 60)} min of training within the budget of {spec.plan.budget_seconds / 60:g} min); "
+            f"(about {math.ceil(cost / 60)} min of training within the budget of "
+            f"{spec.plan.budget_seconds / 60:g} min); "
             f"{len(unresolved)} of {len(plans)} comparisons got fewer seeds than they need."
         ),
     }
@@ -100,7 +106,9 @@ def plan_seeds(spec_name: str, runs_dir: Path, method: str = "holm") -> dict[str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.plan_seeds", description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec", required=True, help="ablation spec with a 'plan' (python -m algos.ablations --list)")
-    parser.add_argument("--runs", type=Path, default=Path("results/runs"), help="directory holding <spec>/<row>/seed<n>/")
+    parser.add_argument(
+        "--runs", type=Path, default=Path("results/runs"), help="directory holding <spec>/<row>/seed<n>/"
+    )
     parser.add_argument("--adjust", choices=("holm", "bh"), default="holm", help="the family's p-value adjustment")
     parser.add_argument("--out", type=Path, required=True, help="the plan's JSON file")
     args = parser.parse_args(argv)

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from reports.stats import Comparison, Estimate, LEVEL, POWER
+from reports.stats import LEVEL, POWER, Comparison, Estimate
 
 METHOD = "Stein two-stage t"
 

@@ -178,7 +178,10 @@ def test_endpoints_come_from_the_spec_and_a_row_replaces_them(tmp_path):
         ({**ENDPOINT, "source": ""}, "'source' must cite"),
         ({"metric": "actor/entropy", "window": [1, 2]}, "needs the fields metric, window, direction, source"),
         ({**ENDPOINT, "smallest_effect": -0.1}, "smallest_effect must be a positive number"),
-        ({**ENDPOINT, "metric": "rollout/truncated_frac", "smallest_effect": 2}, "is a share in \\[0, 1\\].*\"2 points\""),
+        (
+            {**ENDPOINT, "metric": "rollout/truncated_frac", "smallest_effect": 2},
+            'is a share in \\[0, 1\\].*"2 points"',
+        ),
         ({**ENDPOINT, "smallest_effect": "2 points"}, "smallest_effect must be .* measured as a value"),
         ({**ENDPOINT, "metric": "rollout/incorrect_length_mean", "smallest_effect": "2 s"}, "with a unit: tokens"),
     ],

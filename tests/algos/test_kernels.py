@@ -15,19 +15,25 @@ X86 = platform.machine().lower() in ("x86_64", "amd64")
 
 def python(code: str, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in (*PORTABLE_ISA, "RL_KERNELS")}
-    return subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.skipif(not X86, reason="the pins are x86-64 instruction sets")
 @pytest.mark.parametrize("entry", ["algos.train", "algos.sft", "eval.evaluate", "reports.ablation"])
 def test_every_command_line_runs_torch_on_avx2_kernels(entry):
-    result = python(f"import {entry}, torch, os; print(torch.backends.cpu.get_cpu_capability(), os.environ['MKL_CBWR'])")
+    result = python(
+        f"import {entry}, torch, os; print(torch.backends.cpu.get_cpu_capability(), os.environ['MKL_CBWR'])"
+    )
     assert result.stdout.split() == ["AVX2", "AVX2"], result.stderr
 
 
 @pytest.mark.skipif(not X86, reason="the pins are x86-64 instruction sets")
 def test_native_lifts_the_pin_and_a_users_own_setting_wins():
-    unpinned = python("import algos, os; print([os.environ.get(k) for k in ('ATEN_CPU_CAPABILITY', 'MKL_CBWR')])", RL_KERNELS="native")
+    unpinned = python(
+        "import algos, os; print([os.environ.get(k) for k in ('ATEN_CPU_CAPABILITY', 'MKL_CBWR')])", RL_KERNELS="native"
+    )
     assert unpinned.stdout.strip() == "[None, None]"
     own = python("import algos, torch; print(torch.backends.cpu.get_cpu_capability())", ATEN_CPU_CAPABILITY="default")
     assert own.stdout.strip() == "DEFAULT"

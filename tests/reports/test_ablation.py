@@ -115,3 +115,10 @@ def test_benchmark_scores_of_the_runs_become_columns_with_their_protocol(dapo_ru
     assert "| 100.0 (n=1) | not scored |" in text  # the second row: one scored seed, greedy, no interval
     assert "aime24 (avg@4: greedy + k=4 at T=1, top-p 0.7;" in text and "math500 (not scored)." in text
     assert "greedy_pass@1: greedy; 64 new tokens" in text  # both protocols are listed when they differ
+
+
+def test_one_seed_per_row_is_inconclusive_with_no_interval(dapo_runs):
+    spec = read_spec("dapo_table1")
+    cells = table_cells(spec, analyse(spec, dapo_runs / "runs", seeds=1).rows)
+    assert cells[1][2] == "10.0 (n=1)" and cells[1][3] == "+10.0 vs Naive GRPO"
+    assert cells[1][4:7] == ["—", "—", "—"] and cells[1][8] == "inconclusive (n = 1)"

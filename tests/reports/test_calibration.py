@@ -39,7 +39,9 @@ def test_the_jackknife_interval_holds_the_rate():
 def test_the_calibration_report_is_written_from_the_runs(tmp_path):
     for seed in range(8):
         fake_run(tmp_path / "runs" / "dapo_table1" / "naive_grpo" / f"seed{seed}", 0.5 + 0.01 * ((seed * 7) % 5))
-    markdown, page = write_calibration("dapo_table1", "naive_grpo", tmp_path / "runs", tmp_path / "out", 8, 2, 50, "holm")
+    markdown, page = write_calibration(
+        "dapo_table1", "naive_grpo", tmp_path / "runs", tmp_path / "out", 8, 2, 50, "holm"
+    )
     text = markdown.read_text()
     assert "8 seeds of one row, 50 random splits into two labelled halves of 2 seeds" in text
     assert "paired t (as a table pairs seeds): " in text and "Welch t (different seed sets): " in text

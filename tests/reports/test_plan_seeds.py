@@ -17,7 +17,10 @@ def pilot(tmp_path):
     spec = read_spec("dapo_table1")
     for index, row in enumerate(spec.rows):
         for seed in range(3):
-            fake_run(tmp_path / "runs" / spec.name / row.id / f"seed{seed}", 0.1 * index + 0.01 * seed + 0.004 * (index * seed % 3))
+            fake_run(
+                tmp_path / "runs" / spec.name / row.id / f"seed{seed}",
+                0.1 * index + 0.01 * seed + 0.004 * (index * seed % 3),
+            )
     return tmp_path / "runs"
 
 
