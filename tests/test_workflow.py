@@ -106,3 +106,20 @@ def test_training_processes_launch_each_run_under_accelerate(tmp_path):
     assert result.returncode == 0, result.stderr
     command = "accelerate launch --config_file experiments/accelerate/fsdp2.yaml --num_processes 4 -m algos.train"
     assert command in result.stdout
+
+
+def test_a_planned_campaign_runs_the_pilot_then_plans_its_seeds(tmp_path):
+    (tmp_path / "planned.yaml").write_text("ablations:\n  specs: [dr_grpo_bias]\n  plan: true\n")
+    result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "planned.yaml"))
+    assert result.returncode == 0, result.stderr
+    # The pilot (3 seeds of each of the 4 rows), then the checkpoint; the rest waits for its plan.
+    assert result.stdout.count("Training dr_grpo_bias / ") == 12 and "/seed3" not in result.stdout
+    assert "Planning the seeds of dr_grpo_bias from its pilot" in result.stdout
+    assert "python -m reports.plan_seeds --spec dr_grpo_bias" in result.stdout
+
+
+def test_the_calibration_target_trains_one_row_with_its_seeds_then_reports():
+    result = snakemake("calibration", "-n", "--forceall", "-p")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("Training dapo_table1 / naive_grpo / seed") == 12
+    assert "python -m reports.calibration --spec dapo_table1 --row naive_grpo" in result.stdout
