@@ -328,15 +328,8 @@ def environments(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def environment_warnings(results: Sequence[RowResult]) -> list[str]:
-    """One warning when the runs came from more than one environment, naming what differs."""
-    records = [
-        json.loads((run / RUN_FILE).read_text())
-        for result in results
-        for run in result.runs
-        if (run / RUN_FILE).is_file()
-    ]
-    found = environments(records)
+def environment_warnings(found: Mapping[str, Any]) -> list[str]:
+    """One warning when the runs came from more than one environment (:func:`environments`), naming what differs."""
     if len(found) < 2:
         return []
     recorded = [entry for key, entry in found.items() if key != "unrecorded"]
@@ -498,6 +491,7 @@ def write_report(
         )
         if png is not None
     ]
+    origin = provenance(spec, results)
     page = Page(
         title=spec.title,
         introduction=" ".join(
@@ -527,13 +521,13 @@ def write_report(
         warnings=[
             *([spec_warning] if spec_warning else []),
             *endpoints.run_warnings(spec, runs_of),
-            *environment_warnings(results),
+            *environment_warnings(origin["environments"]),
             *(planned.unresolved if planned else []),
         ],
         figures=extra_figures + figure_grid(*row_figure_inputs(spec, results)),
         origin={
             "spec file": {"path": str(spec.path), "sha256": digest},
-            **provenance(spec, results),
+            **origin,
             "statistics": {"adjustment": method, "family size": analysis.family_size, "level": LEVEL},
             **({"benchmark protocols": protocols} if benchmarks else {}),
         },

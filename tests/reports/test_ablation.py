@@ -122,3 +122,36 @@ def test_one_seed_per_row_is_inconclusive_with_no_interval(dapo_runs):
     cells = table_cells(spec, analyse(spec, dapo_runs / "runs", seeds=1).rows)
     assert cells[1][2] == "10.0 (n=1)" and cells[1][3] == "+10.0 vs Naive GRPO"
     assert cells[1][4:7] == ["—", "—", "—"] and cells[1][8] == "inconclusive (n = 1)"
+
+
+def test_runs_from_two_environments_are_named_in_a_warning(dapo_runs):
+    from reports.ablation import environment_warnings, provenance
+
+    spec = read_spec("dapo_table1")
+    environment = {
+        "fingerprint": "f1",
+        "cpu_model": "cpu",
+        "cpu_flags": ["avx2"],
+        "cpu_capability": "AVX2",
+        "kernel_settings": {"ATEN_CPU_CAPABILITY": "avx2"},
+        "threads": {"torch": 1},
+        "python": "3.11.7",
+        "packages": {"torch": "2.13.0", "transformers": "5.24.0"},
+    }
+    for seed, (fingerprint, transformers) in enumerate((("f1", "5.24.0"), ("f2", "5.23.0"), ("f1", "5.24.0"))):
+        record = dapo_runs / "runs" / spec.name / "naive_grpo" / f"seed{seed}" / "run.json"
+        packages = {"torch": "2.13.0", "transformers": transformers}
+        record.write_text(
+            json.dumps(
+                {
+                    **json.loads(record.read_text()),
+                    "environment": {**environment, "fingerprint": fingerprint, "packages": packages},
+                }
+            )
+        )
+    results = collect(spec, dapo_runs / "runs", seeds=3)
+    (warning,) = environment_warnings(provenance(spec, results)["environments"])
+    assert "the runs came from 3 environments (f1: 2 runs, f2: 1 runs, unrecorded: 12 runs)" in warning
+    assert "they differ in package transformers" in warning
+    # The other rows' runs recorded none: one (unknown) environment.
+    assert environment_warnings(provenance(spec, results[1:])["environments"]) == []
