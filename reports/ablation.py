@@ -7,9 +7,10 @@ is Student t over seeds, and Δ a paired t when both rows ran the same seeds (We
 test for a planned campaign). The table's comparisons and every declared endpoint form one family whose
 p-values are adjusted together (Holm unless ``--adjust bh``); a direction is called only where the
 adjusted p is at most 0.05, and an undecided cell says what effect it could have detected
-(:mod:`reports.verdicts`). A forest plot of every comparison opens the figures. Beside the table,
-the endpoint table measures what the spec declared each row is judged by (:mod:`reports.endpoints`),
-and the diagnostics table what each run can be checked by on its own.
+(:mod:`reports.verdicts`). The page opens with a forest plot of every comparison
+(:mod:`reports.forest`). Beside the table, the endpoint table measures what the spec declared each
+row is judged by (:mod:`reports.endpoints`), and the diagnostics table what each run can be checked
+by on its own.
 Then: figure panels per endpoint, accuracy against responses generated for dynamic-sampling rows,
 curves with seed bands, and the provenance of every number (the spec file's hash, git commits,
 config hashes, package versions, hardware, seeds, wall time, run ids). Warnings on top name a spec
@@ -479,7 +480,6 @@ def write_report(
     extra_figures = [
         (title, png)
         for title, png in (
-            ("Every comparison at a glance", forest_plot(spec, analysis)),
             (
                 "Endpoints over training",
                 endpoints.endpoint_figure(spec, measured, runs_of),
@@ -525,6 +525,9 @@ def write_report(
             *(planned.unresolved if planned else []),
         ],
         figures=extra_figures + figure_grid(*row_figure_inputs(spec, results)),
+        lead=_titled(
+            "Every comparison at a glance: Δ with its 95% CI, coloured by verdict", forest_plot(spec, analysis)
+        ),
         origin={
             "spec file": {"path": str(spec.path), "sha256": digest},
             **origin,
@@ -533,6 +536,10 @@ def write_report(
         },
     )
     return write_page(page, out_dir, spec.name)
+
+
+def _titled(title: str, png: bytes | None) -> tuple[str, bytes] | None:
+    return (title, png) if png is not None else None
 
 
 def main(argv: list[str] | None = None) -> int:

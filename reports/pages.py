@@ -1,7 +1,7 @@
 """One report page written twice: Markdown (figures as PNG files beside it) and self-contained HTML.
 
-A page is a title, an introduction, warnings, a main table with a note under it, further titled
-tables, figures and a provenance record; the ablation, benchmark and sweep reports all render
+A page is a title, an introduction, warnings, an optional leading figure, a main table with a note
+under it, further titled tables, figures and a provenance record; the ablation, benchmark and sweep reports all render
 through here.
 """
 
@@ -35,7 +35,8 @@ class Table:
 
 @dataclass(frozen=True)
 class Page:
-    """Everything one report shows; ``figures`` are (title, PNG bytes); ``warnings`` come first, in bold."""
+    """Everything one report shows; ``figures`` are (title, PNG bytes); ``warnings`` come first, in bold;
+    ``lead`` is a figure shown before the main table, the page's summary at a glance."""
 
     title: str
     introduction: str
@@ -46,6 +47,12 @@ class Page:
     origin: dict[str, Any]
     tables: Sequence[Table] = ()
     warnings: Sequence[str] = ()
+    lead: tuple[str, bytes] | None = None
+
+    @property
+    def all_figures(self) -> list[tuple[str, bytes]]:
+        """The leading figure (if any), then the others: the order their files are written in."""
+        return [*([self.lead] if self.lead else []), *self.figures]
 
 
 def _markdown_table(header: Sequence[str], cells: Sequence[Sequence[str]]) -> list[str]:
@@ -62,12 +69,16 @@ def _html_table(header: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
 
 def render_markdown(page: Page, figure_paths: Sequence[str]) -> str:
     """The page as Markdown; ``figure_paths`` are the figures' image paths relative to the page."""
+    figures = [(title, path) for (title, _), path in zip(page.all_figures, figure_paths, strict=True)]
+    lead = figures.pop(0) if page.lead else None
     lines = [f"# {page.title}", "", page.introduction, ""]
     lines += [f"**Warning:** {warning}" for warning in page.warnings] + ([""] if page.warnings else [])
+    if lead:
+        lines += [f"![{lead[0]}]({lead[1]})", ""]
     lines += [*_markdown_table(page.header, page.cells), "", page.note, ""]
     for table in page.tables:
         lines += [f"## {table.title}", "", *_markdown_table(table.header, table.cells), "", table.note, ""]
-    for (title, _), path in zip(page.figures, figure_paths, strict=True):
+    for title, path in figures:
         lines += [f"## {title}", "", f"![{title}]({path})", ""]
     lines += ["## Provenance", "", "```json", json.dumps(page.origin, indent=2), "```", ""]
     return "\n".join(lines)
@@ -83,9 +94,10 @@ def render_html(page: Page) -> str:
     images = "".join(
         f"<h2>{esc(title)}</h2><img alt='{esc(title)}' src='{png_data_uri(png)}'>" for title, png in page.figures
     )
+    lead = f"<img alt='{esc(page.lead[0])}' src='{png_data_uri(page.lead[1])}'>" if page.lead else ""
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(page.title)}</title><style>{STYLE}</style>"
-        f"</head><body><h1>{esc(page.title)}</h1><p>{esc(page.introduction)}</p>{warnings}"
+        f"</head><body><h1>{esc(page.title)}</h1><p>{esc(page.introduction)}</p>{warnings}{lead}"
         f"{_html_table(page.header, page.cells)}<p>{esc(page.note)}</p>{tables}{images}"
         f"<h2>Provenance</h2><pre>{esc(json.dumps(page.origin, indent=2))}</pre>"
         "</body></html>\n"
@@ -97,7 +109,7 @@ def write_page(page: Page, out_dir: Path, name: str) -> tuple[Path, Path]:
     figure_dir = out_dir / f"{name}_figures"
     figure_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for index, (_, png) in enumerate(page.figures):
+    for index, (_, png) in enumerate(page.all_figures):
         path = figure_dir / f"{index:02d}.png"
         path.write_bytes(png)
         paths.append(f"{figure_dir.name}/{path.name}")

@@ -85,6 +85,7 @@ def test_reports_are_written_from_the_runs_files_alone(dapo_runs):
     assert '"4 evaluations over 3 steps (every 1), 256 problems each, 256 at the last step"' in text  # eval_every 1
     figures = sorted((dapo_runs / "reports" / "dapo_table1_figures").glob("*.png"))
     assert figures and all(f"dapo_table1_figures/{f.name}" in text for f in figures)
+    assert text.index("![Every comparison at a glance") < text.index("| Naive GRPO |")  # the forest plot leads
     html = page.read_text()
     assert "data:image/png;base64," in html and "src='http" not in html and "<table>" in html
 
