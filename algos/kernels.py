@@ -7,7 +7,9 @@ another machine. Pinning all three to AVX2, a level every supported x86-64 CPU h
 choice: on an AVX-512 machine the built-in base comes out byte-identical to an AVX2-only machine's.
 
 - ``ATEN_CPU_CAPABILITY``: PyTorch's own vectorised kernels (read when torch first dispatches);
-- ``MKL_CBWR``: MKL's conditional numerical reproducibility (its code path for BLAS and LAPACK);
+- ``MKL_CBWR``: MKL's conditional numerical reproducibility (its code path for BLAS and LAPACK), in
+  its strict mode: without it MKL's results may depend on the memory alignment of its inputs, which
+  differs between a run and the same run resumed from a checkpoint;
 - ``ONEDNN_MAX_CPU_ISA``: the highest instruction set oneDNN's kernels may use.
 
 Each must be in the environment before torch loads, so ``algos`` pins them on import (every command
@@ -22,7 +24,7 @@ import platform
 
 KERNELS_VARIABLE = "RL_KERNELS"
 KERNEL_CHOICES = ("portable", "native")
-PORTABLE_ISA = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+PORTABLE_ISA = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2,STRICT", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 """Environment variable -> the value that pins it to AVX2."""
 
 
