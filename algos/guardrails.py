@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from algos.config import RLConfig
+from algos.kernels import unpinned_kernels
 
 LOGGER = logging.getLogger("algos.guardrails")
 
@@ -82,6 +83,7 @@ def warn_about(cfg: RLConfig, longest_possible_response: int | None = None) -> l
         unreachable_overlong_budget(cfg, longest_possible_response),
         reward_dynamic_sampling(cfg),
         sequence_ratio_with_token_sum(cfg),
+        unpinned_kernels(),
     ]
     messages = [message for message in found if message]
     for message in messages:

@@ -45,6 +45,22 @@ def pin_portable_kernels() -> dict[str, str]:
     return kernel_settings()
 
 
+def unpinned_kernels() -> str | None:
+    """A warning when the AVX2 pin is in force but torch already chose wider kernels (it ran an operation
+    before ``algos`` was imported: the capability is fixed at torch's first dispatch); None otherwise."""
+    import torch
+
+    pinned = os.environ.get("ATEN_CPU_CAPABILITY") == PORTABLE_ISA["ATEN_CPU_CAPABILITY"]
+    in_use = torch.backends.cpu.get_cpu_capability()
+    if requested_kernels() != "portable" or not pinned or in_use in ("AVX2", "DEFAULT"):
+        return None
+    return (
+        f"torch runs {in_use} kernels although the AVX2 pin is set: it ran an operation before algos was "
+        "imported, so this run's numbers depend on the machine; import algos before torch, or set "
+        "ATEN_CPU_CAPABILITY=avx2 in the environment"
+    )
+
+
 def kernel_settings() -> dict[str, str]:
     """The kernel variables of this process's environment (unset ones left out)."""
     return {name: os.environ[name] for name in (KERNELS_VARIABLE, *PORTABLE_ISA) if name in os.environ}

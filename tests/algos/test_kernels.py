@@ -51,3 +51,16 @@ def test_the_environment_record_names_cpu_kernels_threads_and_packages():
     if X86:
         assert record["kernel_settings"]["ATEN_CPU_CAPABILITY"] == "avx2" and "avx2" in record["cpu_flags"]
     assert environment()["fingerprint"] == record["fingerprint"]  # stable within a process
+
+
+@pytest.mark.skipif(not X86, reason="the pins are x86-64 instruction sets")
+def test_a_torch_that_chose_its_kernels_before_algos_is_named_in_a_warning():
+    late = python(
+        "import torch; torch.ones(8, 8) @ torch.ones(8, 8); from algos.kernels import unpinned_kernels; "
+        "print(unpinned_kernels())"
+    )
+    capability = python("import torch; print(torch.backends.cpu.get_cpu_capability())").stdout.strip()
+    expected = "None" if capability in ("AVX2", "DEFAULT") else f"torch runs {capability} kernels although"
+    assert late.stdout.startswith(expected), late.stderr
+    early = python("import algos, torch; torch.ones(8, 8) @ torch.ones(8, 8); print(algos.kernels.unpinned_kernels())")
+    assert early.stdout.strip() == "None", early.stderr

@@ -139,8 +139,11 @@ def test_the_last_evaluation_scores_the_final_held_out_sets(tiny_base, tmp_path,
 
 
 def test_killed_run_resumes_to_the_same_final_metrics(tiny_base, tmp_path):
+    # Both runs are commands, so both pin their kernels before torch loads (algos.kernels); this
+    # process may have loaded torch first.
     overrides = tiny_overrides(tiny_base, **{"run.steps": 6})
-    train(load_config("grpo", overrides=overrides), tmp_path / "straight")
+    straight = [sys.executable, "-m", "algos.train", "--preset", "grpo", "--out", str(tmp_path / "straight")]
+    assert subprocess.run([*straight, *overrides], cwd=PROJECT, capture_output=True).returncode == 0
 
     resumed = tmp_path / "resumed"
     command = [sys.executable, "-m", "algos.train", "--preset", "grpo", "--out", str(resumed), *overrides]
