@@ -35,7 +35,7 @@ from reports.ablation import finished_runs
 from reports.endpoints import step_factor, window_mean
 from reports.figures import DPI, png_bytes
 from reports.pages import Page, run_report, write_page
-from reports.stats import LEVEL, adjust, paired_t, welch_t
+from reports.stats import ADJUSTMENTS, LEVEL, adjust, paired_t, welch_t
 
 TESTS: dict[str, Callable] = {
     "paired t (as a table pairs seeds)": lambda a, b: paired_t(a, b, distribution_free=False).p_value,
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=12, help="seeds of the row (0..seeds-1)")
     parser.add_argument("--half", type=int, default=3, help="seeds per half: the table's seed count")
     parser.add_argument("--splits", type=int, default=1000, help="random A/A splits")
-    parser.add_argument("--adjust", choices=("holm", "bh"), default="holm", help="the family's p-value adjustment")
+    parser.add_argument("--adjust", choices=ADJUSTMENTS, default="holm", help="the family's p-value adjustment")
     parser.add_argument("--out", type=Path, default=Path("results/reports"), help="directory for the report")
     args = parser.parse_args(argv)
     return run_report(

@@ -27,7 +27,7 @@ from algos.presets import ConfigError
 from algos.run_files import write_json
 from reports.ablation import Analysis, analyse
 from reports.seed_plan import PlannedComparison, seeds_needed, seeds_per_row
-from reports.stats import verdict_level
+from reports.stats import ADJUSTMENTS, verdict_level
 
 
 def pilot_differences(spec: AblationSpec, analysis: Analysis) -> list[tuple[str, str, str, list[float], float]]:
@@ -64,7 +64,7 @@ def plan_seeds(spec_name: str, runs_dir: Path, method: str = "holm") -> dict[str
         raise FileNotFoundError(
             f"the pilot of spec '{spec.name}' is not finished: rows {', '.join(short)} lack seeds 0..{pilot - 1}"
         )
-    level = verdict_level(analysis.family_size, 0.05)
+    level = verdict_level(analysis.family_size)
     plans = [
         PlannedComparison(
             row, reference, what, pilot, float(np.std(diffs, ddof=1)), effect, seeds_needed(diffs, effect, level)
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--runs", type=Path, default=Path("results/runs"), help="directory holding <spec>/<row>/seed<n>/"
     )
-    parser.add_argument("--adjust", choices=("holm", "bh"), default="holm", help="the family's p-value adjustment")
+    parser.add_argument("--adjust", choices=ADJUSTMENTS, default="holm", help="the family's p-value adjustment")
     parser.add_argument("--out", type=Path, required=True, help="the plan's JSON file")
     args = parser.parse_args(argv)
     try:
