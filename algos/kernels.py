@@ -8,8 +8,8 @@ choice: on an AVX-512 machine the built-in base comes out byte-identical to an A
 
 - ``ATEN_CPU_CAPABILITY``: PyTorch's own vectorised kernels (read when torch first dispatches);
 - ``MKL_CBWR``: MKL's conditional numerical reproducibility (its code path for BLAS and LAPACK), in
-  its strict mode: without it MKL's results may depend on the memory alignment of its inputs, which
-  differs between a run and the same run resumed from a checkpoint;
+  its strict mode: MKL documents the plain mode as reproducible only for inputs of the same memory
+  alignment, which a run resumed from a checkpoint need not share;
 - ``ONEDNN_MAX_CPU_ISA``: the highest instruction set oneDNN's kernels may use.
 
 Each must be in the environment before torch loads, so ``algos`` pins them on import (every command
