@@ -19,7 +19,7 @@ Nothing is rerun: reports read ``config.yaml``, ``final_metrics.json``, ``metric
 ``run.json`` of each run directory.
 
 Benchmarks on which the runs' final policies were scored (``<eval>/<spec>/<row>/seed<n>/<benchmark>/``,
-written by :mod:`eval.evaluate`) add one column each, mean [95% CI] (n) of the benchmark's headline
+written by :mod:`eval.run.evaluate`) add one column each, mean [95% CI] (n) of the benchmark's headline
 score over the row's scored seeds, and their protocols are stated under the table.
 
 Command line: ``python -m reports.ablation --spec dapo_table1 --runs results/runs --out results/reports
@@ -39,12 +39,12 @@ from typing import Any
 
 import yaml
 
-from algos.ablations import AblationSpec, Row, read_spec
-from algos.config import RunConfig
-from algos.presets import ConfigError
-from algos.run_files import CONFIG_FILE, FINAL_FILE, RUN_FILE
-from algos.sft import RECIPE_FILE
-from eval.task_properties import TARGETS, within_target
+from algos.campaign.ablations import AblationSpec, Row, read_spec
+from algos.config.presets import ConfigError
+from algos.config.schema import RunConfig
+from algos.trainer.run_files import CONFIG_FILE, FINAL_FILE, RUN_FILE
+from algos.trainer.sft import RECIPE_FILE
+from algos.trainer.task_properties import TARGETS, within_target
 from reports import endpoints
 from reports.benchmarks import Score, protocol_summary, read_score
 from reports.figures import figure_grid
@@ -303,7 +303,7 @@ def provenance(spec: AblationSpec, results: list[RowResult]) -> dict[str, Any]:
 
 
 def environments(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The runs' environments by fingerprint (:func:`algos.provenance.environment`): CPUs, kernels, threads, runs."""
+    """The runs' environments by fingerprint (:func:`algos.engine.provenance.environment`): CPUs, kernels, threads, runs."""
     found: dict[str, Any] = {}
     for record in records:
         environment = record.get("environment")
@@ -544,7 +544,7 @@ def _titled(title: str, png: bytes | None) -> tuple[str, bytes] | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.ablation", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spec", required=True, help="ablation spec (python -m algos.ablations --list)")
+    parser.add_argument("--spec", required=True, help="ablation spec (python -m algos.campaign.ablations --list)")
     parser.add_argument(
         "--runs", type=Path, default=Path("results/runs"), help="directory holding <spec>/<row>/seed<n>/"
     )

@@ -1,6 +1,6 @@
 """Benchmark scores, each beside the protocol it was scored under: a Markdown and a self-contained HTML page.
 
-Reads what :mod:`eval.evaluate` wrote for every (model, benchmark), ``<eval>/<model>/<benchmark>/``
+Reads what :mod:`eval.run.evaluate` wrote for every (model, benchmark), ``<eval>/<model>/<benchmark>/``
 ``metrics.json`` and ``protocol.json``, and reruns nothing. The table gives greedy pass@1, avg@k,
 the largest unbiased pass@k and maj@k with the decoding that produced them (temperature, top-p, k,
 generation budget, prompt template, engine); the figure compares each benchmark's headline score
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from eval.evaluate import METRICS_FILE, PROTOCOL_FILE
-from eval.suites import BOXED_TEMPLATE, headline_metric
+from eval.benchmarks.suites import BOXED_TEMPLATE, headline_metric
+from eval.run.evaluate import METRICS_FILE, PROTOCOL_FILE
 from reports.figures import DPI, FIGURE_SIZE_IN, png_bytes
 from reports.pages import Page, run_report, write_page
 

@@ -28,9 +28,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from algos.ablations import AblationSpec, Endpoint, read_spec
-from algos.presets import ConfigError
-from algos.run_files import FINAL_FILE, read_metrics
+from algos.campaign.ablations import AblationSpec, Endpoint, read_spec
+from algos.config.presets import ConfigError
+from algos.trainer.run_files import FINAL_FILE, read_metrics
 from reports.ablation import finished_runs
 from reports.endpoints import step_factor, window_mean
 from reports.figures import DPI, png_bytes

@@ -1,6 +1,6 @@
 """The declared endpoints of an ablation spec, measured on its runs: a table, figure panels and diagnostics.
 
-An endpoint (:class:`algos.ablations.Endpoint`) is a metric averaged over a window of steps. Each run
+An endpoint (:class:`algos.campaign.ablations.Endpoint`) is a metric averaged over a window of steps. Each run
 gives one value (the mean of the metric over the window's logged steps); a row's value is the mean
 over seeds with its Student-t interval; its Δ to the row it is compared with is a paired t over
 shared seeds (Welch for different seed sets, Stein's test for a planned campaign); and the verdict,
@@ -32,8 +32,8 @@ import yaml
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from algos.ablations import AblationSpec, Endpoint, Row
-from algos.run_files import CONFIG_FILE, read_metrics
+from algos.campaign.ablations import AblationSpec, Endpoint, Row
+from algos.trainer.run_files import CONFIG_FILE, read_metrics
 from reports.figures import (
     FIGURE_SIZE_IN,
     SeedCurve,

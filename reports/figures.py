@@ -35,7 +35,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from algos.run_files import read_metrics
+from algos.trainer.run_files import read_metrics
 
 CURVES: dict[str, str] = {
     "eval/test/accuracy_t1": "held-out accuracy (test, T = 1)",

@@ -21,7 +21,7 @@ from reports.stats import Comparison, Direction
 from reports.verdicts import Judgement
 
 if TYPE_CHECKING:
-    from algos.ablations import AblationSpec
+    from algos.campaign.ablations import AblationSpec
     from reports.ablation import Analysis
 
 VERDICT_COLORS = {

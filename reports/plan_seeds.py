@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from algos.ablations import AblationSpec, read_spec
-from algos.presets import ConfigError
-from algos.run_files import write_json
+from algos.campaign.ablations import AblationSpec, read_spec
+from algos.config.presets import ConfigError
+from algos.trainer.run_files import write_json
 from reports.ablation import Analysis, analyse
 from reports.seed_plan import PlannedComparison, seeds_needed, seeds_per_row
 from reports.stats import ADJUSTMENTS, verdict_level
@@ -105,7 +105,7 @@ def plan_seeds(spec_name: str, runs_dir: Path, method: str = "holm") -> dict[str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.plan_seeds", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spec", required=True, help="ablation spec with a 'plan' (python -m algos.ablations --list)")
+    parser.add_argument("--spec", required=True, help="ablation spec with a 'plan' (python -m algos.campaign.ablations --list)")
     parser.add_argument(
         "--runs", type=Path, default=Path("results/runs"), help="directory holding <spec>/<row>/seed<n>/"
     )

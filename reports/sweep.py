@@ -28,9 +28,9 @@ import matplotlib
 import optuna
 import yaml
 
-from algos.presets import ConfigError
-from algos.provenance import git_commit
-from algos.sweeps import SweepSpec, as_overrides, open_storage, read_sweep
+from algos.campaign.sweeps import SweepSpec, as_overrides, open_storage, read_sweep
+from algos.config.presets import ConfigError
+from algos.engine.provenance import git_commit
 from reports.pages import Page, run_report, write_page
 from reports.stats import format_estimate, seed_estimate
 
@@ -148,7 +148,7 @@ def write_sweep_report(spec: SweepSpec, out: Path, storage: str | None = None) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.sweep", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sweep", required=True, help="sweep spec (python -m algos.sweeps --list)")
+    parser.add_argument("--sweep", required=True, help="sweep spec (python -m algos.campaign.sweeps --list)")
     parser.add_argument("--out", required=True, type=Path, help="the study's directory")
     parser.add_argument("--storage", help="Optuna storage URL (default: the journal file in --out)")
     args = parser.parse_args(argv)

@@ -41,11 +41,11 @@ from typing import Any
 
 import yaml
 
-from algos.ablations import AblationSpec, read_spec
-from algos.config import TrackingConfig
-from algos.presets import ConfigError
-from algos.run_files import CONFIG_FILE, tracker_run_id, write_json
-from algos.tracking import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, GROUP_TAG, PARENT_TAG, tracking_uri
+from algos.campaign.ablations import AblationSpec, read_spec
+from algos.config.presets import ConfigError
+from algos.config.schema import TrackingConfig
+from algos.trainer.run_files import CONFIG_FILE, tracker_run_id, write_json
+from algos.trainer.tracking import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, GROUP_TAG, PARENT_TAG, tracking_uri
 from reports import endpoints
 from reports.ablation import RowResult, analyse
 from reports.seed_plan import read_plan
@@ -214,7 +214,7 @@ def write_record(record: Mapping[str, Any], out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.tracked_rows", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spec", required=True, help="ablation spec (python -m algos.ablations --list)")
+    parser.add_argument("--spec", required=True, help="ablation spec (python -m algos.campaign.ablations --list)")
     parser.add_argument(
         "--runs", type=Path, default=Path("results/runs"), help="directory holding <spec>/<row>/seed<n>/"
     )

@@ -15,8 +15,8 @@ def float64_and_seed():
 @pytest.fixture(scope="session")
 def tiny_base(tmp_path_factory):
     """A small built-in base (a few SFT steps, seconds to build), saved like the real one."""
-    from algos.config import TaskConfig
-    from algos.sft import BaseModelRecipe, build_base_model
+    from algos.trainer.sft import BaseModelRecipe, build_base_model
+    from eval.tasks.config import TaskConfig
 
     out = tmp_path_factory.mktemp("tiny_base")
     recipe = BaseModelRecipe(

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from algos.ablations import read_spec
+from algos.campaign.ablations import read_spec
 from tests.test_pipeline_smoke import ROOT, TINY, snakemake
 
 pytestmark = [

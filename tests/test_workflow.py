@@ -95,7 +95,7 @@ def test_the_benchmarks_target_scores_the_configured_hub_model_then_reports(tmp_
     assert result.stdout.count("--model Qwen/Qwen2.5-Math-1.5B --benchmark") == 2
     assert "--benchmark math500 --hub-id HuggingFaceH4/MATH-500 --out" in result.stdout
     assert "--benchmark aime24  --out" in result.stdout  # aime24 still from the local directory
-    assert "Reporting benchmark scores" in result.stdout and "algos.sft" not in result.stdout
+    assert "Reporting benchmark scores" in result.stdout and "algos.trainer.sft" not in result.stdout
 
 
 def test_training_processes_launch_each_run_under_accelerate(tmp_path):
@@ -104,7 +104,7 @@ def test_training_processes_launch_each_run_under_accelerate(tmp_path):
     )
     result = snakemake("ablations", "-n", "-p", "--configfile", str(tmp_path / "training.yaml"))
     assert result.returncode == 0, result.stderr
-    command = "accelerate launch --config_file experiments/accelerate/fsdp2.yaml --num_processes 4 -m algos.train"
+    command = "accelerate launch --config_file experiments/accelerate/fsdp2.yaml --num_processes 4 -m algos.trainer.train"
     assert command in result.stdout
 
 

@@ -23,7 +23,7 @@ rule train_row:
     message:
         "Training {wildcards.spec} / {wildcards.row} / seed {wildcards.seed}"
     shell:
-        "mkdir -p {params.run} && python -m algos.ablations --spec {wildcards.spec} --row {wildcards.row} {params.budget} "
+        "mkdir -p {params.run} && python -m algos.campaign.ablations --spec {wildcards.spec} --row {wildcards.row} {params.budget} "
         "> {params.run}/row_config.yaml 2> {log} && OMP_NUM_THREADS=1 {params.train} "
         "--config {params.run}/row_config.yaml --out {params.run} --on-config-change restart "
         "model.name_or_path={params.model} seed={wildcards.seed} "

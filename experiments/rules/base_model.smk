@@ -12,4 +12,4 @@ rule base_model:
         recipe=config["base_model"]["args"],
     threads: 4  # capped at --cores; a model this small gains little from more
     shell:
-        "OMP_NUM_THREADS={threads} python -m algos.sft --out {output.model} {params.recipe} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} python -m algos.trainer.sft --out {output.model} {params.recipe} > {log} 2>&1"

@@ -3,9 +3,9 @@ import functools
 import json
 import shlex
 
-from algos.ablations import ABLATIONS_DIR, Budget, read_spec
-from algos.presets import config_hash
-from algos.sweeps import read_sweep
+from algos.campaign.ablations import ABLATIONS_DIR, Budget, read_spec
+from algos.config.presets import config_hash
+from algos.campaign.sweeps import read_sweep
 
 spec_named = functools.cache(read_spec)  # every job's params read the same specs: parse each once
 BASE_INPUT = [] if config["model"] else "results/base_model"  # a hub model needs no base built
@@ -40,10 +40,10 @@ for _preset in BUDGET.tuned:
     BUDGET.tuned_settings(_preset)  # likewise an unknown tuned key
 TRAIN_PROCESSES = config["training"]["processes"]
 TRAIN_COMMAND = (
-    "python -m algos.train"
+    "python -m algos.trainer.train"
     if TRAIN_PROCESSES == 1
     else f"accelerate launch --config_file {shlex.quote(config['training']['accelerate_config'])} "
-    f"--num_processes {TRAIN_PROCESSES} -m algos.train"
+    f"--num_processes {TRAIN_PROCESSES} -m algos.trainer.train"
 )
 """How a training job starts: one process, or ``training.processes`` under accelerate."""
 SWEEP_STORAGE_OPTION = f"--storage {shlex.quote(config['sweeps']['storage'])}" if config["sweeps"]["storage"] else ""

@@ -11,4 +11,4 @@ rule resolve_config:
     message:
         "Resolving and validating the {wildcards.preset} preset"
     shell:
-        "python -m algos.presets --preset {wildcards.preset} > {output} 2> {log}"
+        "python -m algos.config.presets --preset {wildcards.preset} > {output} 2> {log}"

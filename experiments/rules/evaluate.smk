@@ -24,7 +24,7 @@ rule benchmark_data:
     message:
         "Materialising the {wildcards.benchmark} benchmark"
     shell:
-        "{params.source}python -m eval.prepare --benchmark {wildcards.benchmark} {params.hub} --out {output} > {log} 2>&1"
+        "{params.source}python -m eval.benchmarks.prepare --benchmark {wildcards.benchmark} {params.hub} --out {output} > {log} 2>&1"
 
 
 rule evaluate:
@@ -50,7 +50,7 @@ rule evaluate:
     message:
         "Scoring {wildcards.model} on {wildcards.benchmark}"
     shell:
-        "python -m eval.evaluate --model {params.model} --benchmark {wildcards.benchmark} --problems {input.problems} "
+        "python -m eval.run.evaluate --model {params.model} --benchmark {wildcards.benchmark} --problems {input.problems} "
         "--out results/eval/{wildcards.model}/{wildcards.benchmark} {params.options} > {log} 2>&1"
 
 

@@ -17,7 +17,7 @@ rule sweep_trial:
     message:
         "Sweep {wildcards.sweep}: one trial (slot {wildcards.slot})"
     shell:
-        "OMP_NUM_THREADS={threads} python -m algos.sweeps --sweep {wildcards.sweep} --slot {wildcards.slot} "
+        "OMP_NUM_THREADS={threads} python -m algos.campaign.sweeps --sweep {wildcards.sweep} --slot {wildcards.slot} "
         "--out results/sweeps/{wildcards.sweep} --model {params.model} {params.storage} > {log} 2>&1"
 
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from algos.engine.provenance import environment
 from algos.kernels import PORTABLE_ISA
-from algos.provenance import environment
 
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 
@@ -21,7 +21,7 @@ def python(code: str, **env: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(not X86, reason="the pins are x86-64 instruction sets")
-@pytest.mark.parametrize("entry", ["algos.train", "eval.evaluate"])
+@pytest.mark.parametrize("entry", ["algos.trainer.train", "eval.run.evaluate"])
 def test_every_command_line_runs_torch_on_avx2_kernels(entry):
     result = python(
         f"import {entry}, torch, os; print(torch.backends.cpu.get_cpu_capability(), os.environ['MKL_CBWR'])"

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.benchmarks import BENCHMARKS_DIR_ENV
+from eval.benchmarks.loaders import BENCHMARKS_DIR_ENV
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +21,7 @@ def benchmarks_dir() -> Path:
 @pytest.fixture(scope="session")
 def strong_isolation():
     """Bubblewrap isolation; skips where bubblewrap cannot run, unless REQUIRE_SANDBOX=1 (CI installs it)."""
-    from eval.sandbox import detect_isolation
+    from eval.sandbox.host import detect_isolation
 
     isolation = detect_isolation()
     if not isolation.strong:

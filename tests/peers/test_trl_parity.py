@@ -18,8 +18,8 @@ from tests.peers import import_peer
 
 grpo_trainer = import_peer("trl.trainer.grpo_trainer")
 
-from algos.loss import LossInputs, compose_loss, mini_batch_denominators  # noqa: E402
-from algos.presets import load_config  # noqa: E402
+from algos.config.presets import load_config  # noqa: E402
+from algos.core.loss import LossInputs, compose_loss, mini_batch_denominators  # noqa: E402
 
 TOL = {"atol": 1e-6, "rtol": 1e-6}
 B, T, MAX_TOKENS = 16, 10, 32

@@ -17,9 +17,9 @@ from tests.peers import import_peer
 grpo_trainer = import_peer("trl.trainer.grpo_trainer")
 rloo_trainer = import_peer("trl.trainer.rloo_trainer")
 
-from algos.loss import LossInputs, compose_loss, mini_batch_denominators  # noqa: E402
-from algos.presets import load_config  # noqa: E402
-from algos.token_masks import correction_weights  # noqa: E402
+from algos.config.presets import load_config  # noqa: E402
+from algos.core.loss import LossInputs, compose_loss, mini_batch_denominators  # noqa: E402
+from algos.core.token_masks import correction_weights  # noqa: E402
 from tests.peers.test_trl_parity import MAX_TOKENS, StandInTrainer  # noqa: E402
 
 TOL = {"atol": 1e-6, "rtol": 1e-6}

@@ -18,16 +18,16 @@ core_algos = import_peer("verl.trainer.ppo.core_algos")
 verl_F = import_peer("verl.utils.torch_functional")
 ActorConfig = import_peer("verl.workers.config").ActorConfig
 
-from algos.advantages import compute_advantages  # noqa: E402
-from algos.aggregation import Normalizer, aggregate  # noqa: E402
-from algos.config import AdvantageConfig  # noqa: E402
-from algos.kl import kl_estimate  # noqa: E402
-from algos.logprobs import entropy_from_logits  # noqa: E402
-from algos.loss import LossInputs, compose_loss, mini_batch_denominators  # noqa: E402
-from algos.presets import load_config  # noqa: E402
-from algos.rewards import token_rewards  # noqa: E402
-from algos.shaping import place_outcome_reward  # noqa: E402
-from algos.value import value_loss  # noqa: E402
+from algos.config.presets import load_config  # noqa: E402
+from algos.config.schema import AdvantageConfig  # noqa: E402
+from algos.core.advantages import compute_advantages  # noqa: E402
+from algos.core.aggregation import Normalizer, aggregate  # noqa: E402
+from algos.core.kl import kl_estimate  # noqa: E402
+from algos.core.logprobs import entropy_from_logits  # noqa: E402
+from algos.core.loss import LossInputs, compose_loss, mini_batch_denominators  # noqa: E402
+from algos.core.rewards import token_rewards  # noqa: E402
+from algos.core.shaping import place_outcome_reward  # noqa: E402
+from algos.core.value import value_loss  # noqa: E402
 
 TOL = {"atol": 1e-6, "rtol": 1e-6}
 P, G, T = 6, 4, 12

@@ -21,17 +21,17 @@ verl_F = import_peer("verl.utils.torch_functional")
 rollout_corr = import_peer("verl.trainer.ppo.rollout_corr_helper")
 verl_config = import_peer("verl.workers.config")
 
-from algos.advantages import compute_advantages  # noqa: E402
-from algos.aggregation import Normalizer, aggregate  # noqa: E402
-from algos.config import AdvantageConfig  # noqa: E402
-from algos.kl import kl_estimate  # noqa: E402
-from algos.kl_control import adapted_coef  # noqa: E402
-from algos.loss import LossInputs, compose_loss, mini_batch_denominators  # noqa: E402
-from algos.masked import masked_whiten  # noqa: E402
-from algos.presets import load_config  # noqa: E402
-from algos.reward_functions import combine_rewards  # noqa: E402
-from algos.shaping import place_outcome_reward  # noqa: E402
-from algos.token_masks import correction_weights  # noqa: E402
+from algos.config.presets import load_config  # noqa: E402
+from algos.config.schema import AdvantageConfig  # noqa: E402
+from algos.core.advantages import compute_advantages  # noqa: E402
+from algos.core.aggregation import Normalizer, aggregate  # noqa: E402
+from algos.core.kl import kl_estimate  # noqa: E402
+from algos.core.kl_control import adapted_coef  # noqa: E402
+from algos.core.loss import LossInputs, compose_loss, mini_batch_denominators  # noqa: E402
+from algos.core.masked import masked_whiten  # noqa: E402
+from algos.core.reward_functions import combine_rewards  # noqa: E402
+from algos.core.shaping import place_outcome_reward  # noqa: E402
+from algos.core.token_masks import correction_weights  # noqa: E402
 
 TOL = {"atol": 1e-6, "rtol": 1e-6}
 P, G, T = 6, 4, 12

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from algos.ablations import read_spec
+from algos.campaign.ablations import read_spec
 from reports.ablation import HEADER, analyse, collect, main, table_cells, write_report
 from tests.reports.test_benchmarks import fake_score
 

@@ -1,11 +1,11 @@
 import json
 
-from eval.suites import BOXED_TEMPLATE, headline_metric
+from eval.benchmarks.suites import BOXED_TEMPLATE, headline_metric
 from reports.benchmarks import HEADER, main, protocol_summary, read_score, table_cells, write_benchmark_report
 
 
 def fake_score(directory, metrics, samples=0, temperature=1.0, top_p=1.0, template=BOXED_TEMPLATE, engine="hf"):
-    """What eval.evaluate leaves for one (model, benchmark): metrics.json and protocol.json."""
+    """What eval.run.evaluate leaves for one (model, benchmark): metrics.json and protocol.json."""
     directory.mkdir(parents=True)
     (directory / "metrics.json").write_text(json.dumps(metrics))
     protocol = {

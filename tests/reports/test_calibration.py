@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from algos.ablations import read_spec
+from algos.campaign.ablations import read_spec
 from reports.calibration import TESTS, false_positive_rates, jackknife_interval, quantities, write_calibration
 from tests.reports.test_ablation import fake_run
 

@@ -5,7 +5,7 @@ import json
 import pytest
 import yaml
 
-from algos.ablations import read_spec
+from algos.campaign.ablations import read_spec
 from reports import endpoints
 from reports.ablation import judged, write_report
 

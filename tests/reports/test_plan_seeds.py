@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from algos.ablations import read_spec
-from algos.presets import ConfigError
+from algos.campaign.ablations import read_spec
+from algos.config.presets import ConfigError
 from reports.ablation import write_report
 from reports.plan_seeds import main, plan_seeds
 from tests.reports.test_ablation import fake_run

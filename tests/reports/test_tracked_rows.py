@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from algos.ablations import Endpoint, Row
+from algos.campaign.ablations import Endpoint, Row
 from reports.ablation import RowResult
 from reports.endpoints import EndpointResult
 from reports.stats import Comparison, Direction, Estimate

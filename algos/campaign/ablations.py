@@ -1,0 +1,512 @@
+"""Ablation tables as data: a base preset, rows of toggle changes, and the paper's number per row.
+
+A spec in ``experiments/ablations/`` reads::
+
+    title: "DAPO Table 1: progressive techniques"
+    paper: "DAPO (Yu et al. 2025, arXiv 2503.14476), Table 1"
+    paper_metric: AIME 2024 avg@32 (Qwen2.5-32B base)
+    metric: eval/test/accuracy_t1
+    kind: cumulative
+    preset: grpo
+    settings: {kl.coef: 0.0}
+    rows:
+      - {id: naive_grpo, label: Naive GRPO, paper: 30}
+      - {id: overlong_filtering, label: "+ Overlong Filtering", paper: 36, changes: {reward.overlong_filter: true}}
+
+``settings`` are the spec's changes to its preset, shared by the rows built on it. ``endpoints``
+declare, before anything runs, what each row is judged by beside the table's metric: a metric of
+``algos.trainer.metrics``, a window of steps it is averaged over (at the row's full length; a campaign's
+step scale scales it), the direction the paper argues for this row against the row it is compared
+with, and the figure or section that argues it. The spec's ``endpoints`` apply to every row; a row's
+own ``endpoints`` replace them::
+
+    endpoints:
+      - {metric: actor/entropy, window: [10, 40], direction: up, source: "DAPO §3.1, Fig. 2b", smallest_effect: 0.01}
+
+A spec may declare a seed ``plan`` (run by the workflow with ``ablations.plan: true``; see
+:mod:`reports.seed_plan`): ``{pilot_seeds: 3, budget: "4 h", smallest_effect: "3 points"}``, the
+smallest effect of interest on the table's metric; every compared endpoint then declares its own
+``smallest_effect``, a positive number in its metric's units or with a unit the metric allows
+(``"2 points"`` of a share, ``"2 tokens"`` of a length).
+
+The kind says how rows are built and compared. ``cumulative``:
+row k is the preset, the settings and the changes of rows 1..k, and is compared with row k - 1.
+``leave_one_out``: each row is the spec's preset with the settings and its own changes, or another
+``preset`` (a baseline, taken as published) with its own changes only; it is compared with the
+``reference`` row (the full method), or with the row its ``compare_to`` names (a table of several
+settings, each with its own reference).
+Every row's config is built when the spec is read, so a typo or an invalid value fails at once,
+naming the file and the row. Adding a row or a table needs no code.
+
+Command line: ``python -m algos.campaign.ablations --list``; ``python -m algos.campaign.ablations --spec dapo_table1
+--row clip_higher [--step-scale 0.5] [--set run.eval_problems=128] [--tuned grpo:optim.lr=3e-5]``
+prints the row's resolved config, as a campaign with that budget runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import functools
+import math
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from algos.config.presets import (
+    PROJECT_ROOT,
+    ConfigError,
+    checked_settings,
+    config_to_dict,
+    flatten,
+    load_config,
+    parse_override,
+    read_spec_file,
+    yaml_names,
+)
+from algos.config.schema import RLConfig
+from algos.trainer.metrics import METRICS, metric_unit
+
+ABLATIONS_DIR = PROJECT_ROOT / "experiments" / "ablations"
+KINDS = ("cumulative", "leave_one_out")
+ROW_ID = re.compile(r"^[a-z0-9_]+$")
+REQUIRED = ("title", "paper", "paper_metric", "kind", "preset", "rows")
+DEFAULT_METRIC = "eval/test/accuracy_t1"
+DIRECTIONS = ("up", "down")
+ENDPOINT_FIELDS = ("metric", "window", "direction", "source")
+OPTIONAL_ENDPOINT_FIELDS = ("smallest_effect",)
+PLAN_FIELDS = ("pilot_seeds", "budget", "smallest_effect")
+DURATION_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+EFFECT_UNITS = {"share": {"points": 0.01, "%": 0.01}, "tokens": {"tokens": 1.0}, "value": {}}
+"""Metric unit -> the units a smallest effect may be written in, and what one of them is in the metric's units."""
+QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(\S+)\s*$")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A declared endpoint: ``metric`` averaged over steps ``window`` (first, last; inclusive), expected to
+    move ``direction`` (up: the row above the row it is compared with), as ``source`` argues."""
+
+    metric: str
+    window: tuple[int, int]
+    direction: str
+    source: str
+    smallest_effect: float | None = None
+
+    def scaled(self, factor: float) -> Endpoint:
+        """The endpoint with its window scaled like the run's step counts (see :func:`scale_steps`)."""
+        first = max(1, round(self.window[0] * factor)) if self.window[0] else 0
+        last = max(first, round(self.window[1] * factor))
+        return dataclasses.replace(self, window=(first, last))
+
+    def describe(self) -> str:
+        """One line: metric, window, direction and source."""
+        return f"{self.metric} over steps {self.window[0]}-{self.window[1]}, expected {self.direction} ({self.source})"
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    """A spec's seed plan (:mod:`reports.seed_plan`): a pilot of ``pilot_seeds`` per row, then as many seeds
+    as Stein's procedure asks, all runs of the spec within ``budget_seconds`` of training time.
+    ``smallest_effect``: the smallest effect of interest on the table's metric, in its units; each
+    endpoint declares its own."""
+
+    pilot_seeds: int
+    budget_seconds: float
+    smallest_effect: float
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row: its resolved changes over ``preset``, the row it is compared with (None: none), its endpoints."""
+
+    id: str
+    label: str
+    paper: float | None
+    preset: str
+    settings: dict[str, Any]
+    compare_to: str | None
+    endpoints: tuple[Endpoint, ...] = ()
+
+
+@dataclass(frozen=True)
+class AblationSpec:
+    """A table: rows in the paper's order, the metric ours is read from, and how rows are compared."""
+
+    name: str
+    path: Path
+    title: str
+    paper: str
+    paper_metric: str
+    metric: str
+    kind: str
+    rows: tuple[Row, ...]
+    plan: SeedPlan | None = None
+
+    def row(self, row_id: str) -> Row:
+        for row in self.rows:
+            if row.id == row_id:
+                return row
+        raise ConfigError(f"spec '{self.name}' has no row '{row_id}'; rows: {', '.join(r.id for r in self.rows)}")
+
+    def config(self, row_id: str, budget: Budget | None = None) -> RLConfig:
+        """The row's resolved config; with ``budget``, as a campaign runs it (see :class:`Budget`)."""
+        row = self.row(row_id)
+        if budget is None:
+            return load_config(row.preset, settings=row.settings)
+        self.check_budget(budget)
+        settings = {**budget.tuned_settings(row.preset), **row.settings}
+        scaled = scale_steps(load_config(row.preset, settings=settings, overrides=budget.overrides), budget.step_scale)
+        return scaled if budget.eval_points is None else with_eval_points(scaled, budget.eval_points)
+
+    @functools.cached_property
+    def _flat_configs(self) -> dict[str, dict[str, Any]]:
+        """Every row's config (without a budget) as dotted keys, built once per spec."""
+        return {row.id: flatten(config_to_dict(self.config(row.id))) for row in self.rows}
+
+    def check_budget(self, budget: Budget) -> None:
+        """Refuse a campaign override of a key on which this spec's rows differ: it would erase their difference."""
+        for text in budget.overrides:
+            key, _ = parse_override(text)
+            values = {row_id: flat.get(key) for row_id, flat in self._flat_configs.items()}
+            if len({repr(value) for value in values.values()}) > 1:
+                shown = ", ".join(f"{row_id}: {value!r}" for row_id, value in values.items())
+                raise ConfigError(
+                    f"spec '{self.name}': the campaign override '{text}' would erase a difference between its rows "
+                    f"({shown}); scale step counts with the step scale, or change the rows themselves"
+                )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How a campaign runs each row: tuned values, ``key=value`` overrides, every step count times ``step_scale``.
+
+    ``tuned`` maps a preset to ``key=value`` settings (a sweep's best parameters) that every row built
+    on that preset starts from; the row's own changes still win. Overrides may only set keys on
+    which a spec's rows agree (e.g. ``run.eval_problems``); step counts that rows set differently
+    (critic pretraining: 50 in VAPO, 0 without it) are scaled instead, so a shorter campaign keeps
+    each row's proportions. ``eval_points`` (None keeps the scaled ``run.eval_every``) spaces that many
+    held-out evaluations evenly over each run, whatever its length, so its curves have that many points.
+    """
+
+    overrides: tuple[str, ...] = ()
+    step_scale: float = 1.0
+    tuned: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    eval_points: int | None = None
+
+    def tuned_settings(self, preset: str) -> dict[str, Any]:
+        """The checked settings tuned for ``preset`` (empty if none)."""
+        pairs = dict(parse_override(text) for text in self.tuned.get(preset, ()))
+        return checked_settings(pairs, f"tuned values of preset '{preset}'")
+
+
+STEP_COUNTS = (
+    ("run", "steps"),
+    ("run", "eval_every"),
+    ("run", "checkpoint_every"),
+    ("critic", "pretrain_steps"),
+    ("critic", "reward_model_steps"),
+    ("optim", "lr_warmup_steps"),
+)
+
+
+def scale_steps(cfg: RLConfig, factor: float) -> RLConfig:
+    """``cfg`` with every step count in :data:`STEP_COUNTS` times ``factor``, rounded; a nonzero count stays >= 1."""
+    if factor <= 0:
+        raise ConfigError(f"the step scale must be positive, got {factor}")
+    sections: dict[str, dict[str, int]] = {}
+    for section, key in STEP_COUNTS:
+        count = getattr(getattr(cfg, section), key)
+        sections.setdefault(section, {})[key] = max(1, round(count * factor)) if count else 0
+    return dataclasses.replace(
+        cfg, **{name: dataclasses.replace(getattr(cfg, name), **counts) for name, counts in sections.items()}
+    )
+
+
+def with_eval_points(cfg: RLConfig, points: int) -> RLConfig:
+    """``cfg`` evaluating about ``points`` times (steps 0 and last included): ``run.eval_every`` = steps / (points - 1).
+
+    The interval is rounded and at least 1, so a run with fewer steps than ``points - 1`` evaluates at every step.
+    """
+    if points < 2:
+        raise ConfigError(f"ablations.eval_points must be at least 2 (the first and the last step), got {points}")
+    every = max(1, round(cfg.run.steps / (points - 1)))
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, eval_every=every))
+
+
+def available_specs(ablations_dir: Path = ABLATIONS_DIR) -> list[str]:
+    """Names of the spec files in ``ablations_dir``."""
+    return yaml_names(ablations_dir)
+
+
+def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
+    """Parse, check and resolve one spec; every row's config is built once to prove it valid."""
+    path, body = read_spec_file(ablations_dir, name, "spec", REQUIRED)
+    if body["kind"] not in KINDS:
+        raise ConfigError(f"{path}: kind '{body['kind']}' is not one of: {', '.join(KINDS)}")
+    if not isinstance(body["rows"], list) or not body["rows"]:
+        raise ConfigError(f"{path}: 'rows' must be a non-empty list")
+    common = checked_settings(body.get("settings") or {}, f"{path} settings")
+    rows = _resolve_rows(path, body, common)
+    metric = str(body.get("metric", DEFAULT_METRIC))
+    spec = AblationSpec(
+        name=name,
+        path=path,
+        title=str(body["title"]),
+        paper=str(body["paper"]),
+        paper_metric=str(body["paper_metric"]),
+        metric=metric,
+        kind=body["kind"],
+        rows=tuple(rows),
+        plan=parse_plan(body["plan"], metric, f"{path}: plan") if "plan" in body else None,
+    )
+    if spec.plan:
+        for row in spec.rows:
+            for endpoint in row.endpoints if row.compare_to else ():
+                if endpoint.smallest_effect is None:
+                    raise ConfigError(
+                        f"{path}: row '{row.id}': endpoint {endpoint.metric} has no 'smallest_effect'; a spec with a "
+                        "'plan' needs the smallest effect of interest of every compared endpoint"
+                    )
+    for row in spec.rows:
+        try:
+            steps = spec.config(row.id).run.steps
+        except (ConfigError, ValidationError, ValueError) as exc:
+            raise ConfigError(f"{path}: row '{row.id}' does not give a valid config: {exc}") from None
+        for endpoint in row.endpoints:
+            if endpoint.window[1] > steps:
+                raise ConfigError(
+                    f"{path}: row '{row.id}': endpoint {endpoint.metric} has window {list(endpoint.window)} past the "
+                    f"row's last step {steps} (run.steps)"
+                )
+    return spec
+
+
+def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> list[Row]:
+    cumulative = body["kind"] == "cumulative"
+    reference = body.get("reference")
+    ids = [entry.get("id") if isinstance(entry, dict) else None for entry in body["rows"]]
+    if cumulative and reference is not None:
+        raise ConfigError(
+            f"{path}: 'reference' belongs to leave_one_out specs; a cumulative row is compared with the one before"
+        )
+    if not cumulative and reference not in ids:
+        raise ConfigError(
+            f"{path}: a leave_one_out spec needs 'reference' naming one of its rows: {', '.join(map(str, ids))}"
+        )
+    rows: list[Row] = []
+    accumulated = dict(common)
+    default_endpoints = parse_endpoints(body.get("endpoints", []), f"{path}: endpoints")
+    for entry, row_id in zip(body["rows"], ids, strict=True):
+        if not isinstance(entry, dict) or not isinstance(row_id, str) or not ROW_ID.match(row_id):
+            raise ConfigError(f"{path}: every row needs an 'id' of lowercase letters, digits and _ (got {row_id!r})")
+        if ids.count(row_id) > 1:
+            raise ConfigError(f"{path}: row id '{row_id}' is used twice")
+        unknown = set(entry) - {"id", "label", "paper", "preset", "changes", "compare_to", "endpoints"}
+        if unknown:
+            raise ConfigError(
+                f"{path}: row '{row_id}' has unknown fields {sorted(unknown)}; "
+                "valid: label, paper, preset, changes, compare_to, endpoints"
+            )
+        if cumulative and {"preset", "compare_to"} & set(entry):
+            raise ConfigError(
+                f"{path}: row '{row_id}': a cumulative table keeps one preset and compares each row with the one before"
+            )
+        if "compare_to" in entry and (entry["compare_to"] not in ids or entry["compare_to"] == row_id):
+            raise ConfigError(f"{path}: row '{row_id}': compare_to must name another row: {', '.join(map(str, ids))}")
+        changes = checked_settings(entry.get("changes") or {}, f"{path} row '{row_id}'")
+        if cumulative:
+            accumulated.update(changes)
+            settings, compare_to = dict(accumulated), (rows[-1].id if rows else None)
+        else:
+            own_preset = entry.get("preset", body["preset"]) == body["preset"]
+            settings = {**common, **changes} if own_preset else changes
+            compare_to = entry.get("compare_to", None if row_id == reference else reference)
+        if "paper" not in entry:
+            raise ConfigError(
+                f"{path}: row '{row_id}' has no 'paper' field; give the paper's number, or null if it has none"
+            )
+        paper = entry["paper"]
+        if paper is not None and not isinstance(paper, int | float):
+            raise ConfigError(f"{path}: row '{row_id}': 'paper' must be a number or null, got {paper!r}")
+        rows.append(
+            Row(
+                id=row_id,
+                label=str(entry.get("label", row_id)),
+                paper=None if paper is None else float(paper),
+                preset=str(entry.get("preset", body["preset"])),
+                settings=settings,
+                compare_to=compare_to,
+                endpoints=(
+                    parse_endpoints(entry["endpoints"], f"{path}: row '{row_id}': endpoints")
+                    if "endpoints" in entry
+                    else default_endpoints
+                ),
+            )
+        )
+    return rows
+
+
+def parse_endpoints(entries: Any, where: str) -> tuple[Endpoint, ...]:
+    """Endpoints from a spec's list of mappings; any fault fails naming ``where`` (file and row) and the valid choices."""
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where} must be a list of {{{', '.join(ENDPOINT_FIELDS)}}}")
+    endpoints = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not set(ENDPOINT_FIELDS) <= set(entry) <= {
+            *ENDPOINT_FIELDS,
+            *OPTIONAL_ENDPOINT_FIELDS,
+        }:
+            raise ConfigError(
+                f"{where}: each endpoint needs the fields {', '.join(ENDPOINT_FIELDS)} (optional: "
+                f"{', '.join(OPTIONAL_ENDPOINT_FIELDS)}); got {entry!r}"
+            )
+        metric, window, direction, source = (entry[name] for name in ENDPOINT_FIELDS)
+        if metric not in METRICS:
+            close = difflib.get_close_matches(str(metric), list(METRICS), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else f"; valid: {', '.join(METRICS)}"
+            raise ConfigError(f"{where}: unknown endpoint metric '{metric}'{hint}")
+        if not (
+            isinstance(window, list)
+            and len(window) == 2
+            and all(isinstance(step, int) and not isinstance(step, bool) for step in window)
+            and 0 <= window[0] <= window[1]
+        ):
+            raise ConfigError(
+                f"{where}: endpoint {metric}: window must be [first, last] steps with 0 <= first <= last, got {window!r}"
+            )
+        if direction not in DIRECTIONS:
+            raise ConfigError(
+                f"{where}: endpoint {metric}: direction '{direction}' is not one of: {', '.join(DIRECTIONS)}"
+            )
+        if not isinstance(source, str) or not source.strip():
+            raise ConfigError(f"{where}: endpoint {metric}: 'source' must cite the paper's figure or section")
+        effect = (
+            parse_effect(entry["smallest_effect"], metric, f"{where}: endpoint {metric}: smallest_effect")
+            if "smallest_effect" in entry
+            else None
+        )
+        endpoints.append(Endpoint(metric, (window[0], window[1]), direction, source, effect))
+    return tuple(endpoints)
+
+
+def parse_plan(entry: Any, metric: str, where: str) -> SeedPlan:
+    """A spec's ``plan``: {pilot_seeds: n ≥ 2, budget: "<number> s|min|h", smallest_effect: of the table's metric}."""
+    if not isinstance(entry, dict) or set(entry) != set(PLAN_FIELDS):
+        missing = sorted(set(PLAN_FIELDS) - set(entry)) if isinstance(entry, dict) else list(PLAN_FIELDS)
+        raise ConfigError(
+            f"{where} needs exactly the fields {', '.join(PLAN_FIELDS)} "
+            f"(missing: {', '.join(missing) or 'none'}); got {entry!r}"
+        )
+    pilot = entry["pilot_seeds"]
+    if not isinstance(pilot, int) or isinstance(pilot, bool) or pilot < 2:
+        raise ConfigError(
+            f"{where}: pilot_seeds must be a whole number of at least 2 (a pilot's spread needs two seeds), "
+            f"got {pilot!r}"
+        )
+    return SeedPlan(
+        pilot,
+        parse_duration(entry["budget"], f"{where}: budget"),
+        parse_effect(entry["smallest_effect"], metric, f"{where}: smallest_effect"),
+    )
+
+
+def parse_duration(value: Any, where: str) -> float:
+    """Seconds of ``"<number> <unit>"``, unit one of s, min, h; anything else fails naming ``where``."""
+    match = QUANTITY.match(value) if isinstance(value, str) else None
+    if not match or match[2] not in DURATION_UNITS or float(match[1]) <= 0:
+        raise ConfigError(
+            f'{where} must be a positive time with its unit ({", ".join(DURATION_UNITS)}), e.g. "6 h"; got {value!r}'
+        )
+    return float(match[1]) * DURATION_UNITS[match[2]]
+
+
+def parse_effect(value: Any, metric: str, where: str) -> float:
+    """A smallest effect of interest in ``metric``'s units: a positive number (a share's below 1), or a
+    number with one of the units :data:`EFFECT_UNITS` allows for the metric (``"3 points"`` of a share)."""
+    unit = metric_unit(metric)
+    units = EFFECT_UNITS[unit]
+    allowed = f"a positive number in the metric's units{'' if not units else ' or with a unit: ' + ', '.join(units)}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if value <= 0 or not math.isfinite(value):
+            raise ConfigError(f"{where} must be {allowed}; got {value!r}")
+        if unit == "share" and value >= 1:
+            raise ConfigError(
+                f"{where}: {metric} is a share in [0, 1], so {value!r} cannot be an effect on it; write a fraction "
+                f'({value / 100:g}) or "{value:g} points"'
+            )
+        return float(value)
+    match = QUANTITY.match(value) if isinstance(value, str) else None
+    if not match or match[2] not in units or float(match[1]) <= 0:
+        raise ConfigError(f"{where} must be {allowed} ({metric} is measured as a {unit}); got {value!r}")
+    return float(match[1]) * units[match[2]]
+
+
+def list_specs(ablations_dir: Path = ABLATIONS_DIR) -> int:
+    """Print every spec with its rows; a broken spec is named on stderr (exit 2) and the rest still listed."""
+    broken = 0
+    for name in available_specs(ablations_dir):
+        try:
+            spec = read_spec(name, ablations_dir)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            broken += 1
+            continue
+        print(f"{name} ({spec.kind}): {spec.title} -- rows: {', '.join(r.id for r in spec.rows)}")
+    return 2 if broken else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m algos.campaign.ablations", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="list the specs and their rows")
+    parser.add_argument("--spec", help="spec name (see --list)")
+    parser.add_argument("--ablations-dir", type=Path, default=ABLATIONS_DIR, help="folder of spec files")
+    parser.add_argument("--row", help="print this row's resolved config")
+    parser.add_argument("--step-scale", type=float, default=1.0, help="campaign budget: times every step count")
+    parser.add_argument(
+        "--eval-points",
+        type=int,
+        help="campaign budget: held-out evaluations per run, evenly spaced (steps 0 and last)",
+    )
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="campaign budget override")
+    parser.add_argument(
+        "--tuned", action="append", default=[], metavar="PRESET:KEY=VALUE", help="a tuned value of one preset's rows"
+    )
+    args = parser.parse_args(argv)
+    tuned: dict[str, tuple[str, ...]] = {}
+    for text in args.tuned:
+        preset, _, setting = text.partition(":")
+        tuned[preset] = (*tuned.get(preset, ()), setting)
+    budget = Budget(tuple(args.set), args.step_scale, tuned, args.eval_points)
+    try:
+        if args.list or not args.spec:
+            return list_specs(args.ablations_dir)
+        elif args.row:
+            spec = read_spec(args.spec, args.ablations_dir)
+            row = spec.row(args.row)
+            print(f"# {spec.name} / {row.id}: {row.label} (compared with {row.compare_to}); endpoints:")
+            for endpoint in row.endpoints:
+                print(f"#   {endpoint.scaled(budget.step_scale).describe()}")
+            config = spec.config(args.row, budget)
+            print(yaml.safe_dump(config_to_dict(config), sort_keys=False), end="")
+        else:
+            spec = read_spec(args.spec, args.ablations_dir)
+            for row in spec.rows:
+                print(f"{row.id}: {row.label} (paper {row.paper}; compared with {row.compare_to}) {row.settings}")
+                for endpoint in row.endpoints:
+                    print(f"    endpoint: {endpoint.describe()}")
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

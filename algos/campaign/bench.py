@@ -1,0 +1,381 @@
+"""Step time of the harness's GRPO beside TRL's ``GRPOTrainer`` at equal work, in one process.
+
+Both start from the same checkpoint and draw their prompts from the same pool (steps x P problems
+of the built-in task's training split), with the same P prompts x G samples, generation budget and
+sampling (T, top-p, no top-k), one update per rollout, no KL term (so no reference model), the same
+optimiser settings and the same loss (GRPO's per-sequence token mean with group-std-scaled
+advantages). Each side runs ``warmup + repeats`` steps and the timed steps are the last
+``repeats``; a step is everything from sampling to the optimiser step. Printed per side: median
+step time with its spread, generation tokens/s, training tokens/s and mean completion length; then
+the ratio harness / TRL, and the peak resident memory of the process. The comparison is declared
+void when the mean completion lengths differ by more than ``--length-tolerance`` (equal work means
+equally long completions).
+
+``--scaling DIR`` times the harness alone as G doubles (4..32) and as the generation budget doubles
+(20..160), and writes ``scaling.json`` and ``scaling.png`` there: step time should grow at most
+linearly with G, and with the tokens actually generated (a budget only costs what is sampled).
+
+``--model tiny-qwen2`` builds the reference setting: a randomly initialised Qwen2-architecture model
+of about 0.6 M parameters over the built-in tokenizer. TRL is optional (``pip install -e
+".[bench]"``); without it only the harness is timed.
+
+Command line::
+
+    python -m algos.campaign.bench --model results/base_model [--prompts 16 --group 8 --max-new-tokens 96 --repeats 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import torch
+
+from algos.config.presets import load_config
+from algos.trainer.run_files import read_metrics
+from algos.trainer.train import train
+from eval.tasks.config import TaskConfig
+from eval.tasks.records import Problem
+from eval.tasks.sources import make_task
+from eval.tasks.synthetic import grade
+
+TINY_QWEN2 = "tiny-qwen2"
+LEARNING_RATE = 1e-5
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What both sides do per step. ``prompts`` x ``group`` completions of up to ``max_new_tokens``."""
+
+    model: str
+    prompts: int = 16
+    group: int = 8
+    max_new_tokens: int = 96
+    temperature: float = 1.0
+    top_p: float = 1.0
+    warmup: int = 1
+    repeats: int = 6
+    seed: int = 0
+
+    @property
+    def steps(self) -> int:
+        return self.warmup + self.repeats
+
+
+@dataclass(frozen=True)
+class SideResult:
+    """One side's timed steps: seconds, generation seconds and mean completion length of each.
+
+    completions: completions per step (P x G).
+    """
+
+    name: str
+    step_seconds: list[float]
+    generation_seconds: list[float]
+    lengths: list[float]
+    completions: int
+
+    @property
+    def median_step(self) -> float:
+        return statistics.median(self.step_seconds)
+
+    @property
+    def mean_completion_length(self) -> float:
+        return statistics.mean(self.lengths)
+
+    def summary(self) -> dict[str, float]:
+        tokens, steps = sum(self.lengths) * self.completions, sum(self.step_seconds)
+        generation = sum(self.generation_seconds)
+        return {
+            "median_step_s": round(self.median_step, 4),
+            "min_step_s": round(min(self.step_seconds), 4),
+            "max_step_s": round(max(self.step_seconds), 4),
+            "generation_tokens_per_s": round(tokens / generation, 1) if generation else float("nan"),
+            "training_tokens_per_s": round(tokens / (steps - generation), 1) if steps > generation else float("nan"),
+            "mean_completion_length": round(self.mean_completion_length, 2),
+        }
+
+
+def build_tiny_qwen2(out: Path, seed: int = 0) -> Path:
+    """A randomly initialised Qwen2 model (about 0.6 M parameters) with the built-in tokenizer, saved to ``out``."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from eval.tasks.tokenizer import build_tokenizer
+
+    tokenizer = build_tokenizer(make_task(TaskConfig()).vocabulary())
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=112,
+        intermediate_size=320,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    Qwen2ForCausalLM(config).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def harness_overrides(work: Workload) -> list[str]:
+    """The harness's GRPO preset set to the shared workload (no evaluation beyond a minimal final one)."""
+    return [
+        f"model.name_or_path={work.model}",
+        f"rollout.prompts_per_step={work.prompts}",
+        f"rollout.group_size={work.group}",
+        f"rollout.max_new_tokens={work.max_new_tokens}",
+        f"rollout.temperature={work.temperature}",
+        f"rollout.top_p={work.top_p}",
+        "kl.coef=0",
+        "policy_loss.aggregation=seq_mean_token_mean",
+        "advantage.std_scaling=group",
+        "optim.epochs=1",
+        "optim.mini_batches=1",
+        f"optim.lr={LEARNING_RATE}",
+        "optim.lr_warmup_steps=0",
+        "optim.max_grad_norm=1.0",
+        f"run.steps={work.steps}",
+        "run.eval_every=0",
+        f"run.checkpoint_every={work.steps}",
+        "run.device=cpu",
+        "tracking.backend=none",
+        f"seed={work.seed}",
+    ]
+
+
+def training_problems(work: Workload) -> list[Problem]:
+    """The prompts both sides draw from: ``steps x P`` distinct problems of the built-in task's training split."""
+    return make_task(TaskConfig()).problems("train", work.prompts * work.steps, seed=work.seed)
+
+
+def run_harness(work: Workload) -> SideResult:
+    """``work.steps`` GRPO steps of :func:`algos.trainer.train.train`; the per-step timings come from its metrics."""
+    cfg = load_config("grpo", overrides=harness_overrides(work))
+    with tempfile.TemporaryDirectory(prefix="bench-harness-") as out:
+        train(cfg, out, problems=training_problems(work), eval_problems={}, verifier=grade)
+        lines = [line for line in read_metrics(Path(out)) if line["step"] >= 1 and "perf/step_seconds" in line]
+    timed = lines[work.warmup :]
+    return SideResult(
+        "harness",
+        [line["perf/step_seconds"] for line in timed],
+        [line["perf/gen_seconds"] for line in timed],
+        [line["rollout/response_length_mean"] for line in timed],
+        work.prompts * work.group,
+    )
+
+
+def run_trl(work: Workload) -> SideResult:
+    """``work.steps`` steps of TRL's ``GRPOTrainer`` on the same workload, timed by a trainer callback."""
+    from accelerate.state import AcceleratorState
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    dataset = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in training_problems(work)])
+
+    def correctness(prompts, completions, answer, **_):
+        return [1.0 if grade(text, reference) else 0.0 for text, reference in zip(completions, answer, strict=True)]
+
+    class StepClock(TrainerCallback):
+        def __init__(self):
+            self.started, self.seconds, self.generation, self.lengths = 0.0, [], [], []
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.started = time.perf_counter()
+            self.generation.append(0.0)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.seconds.append(time.perf_counter() - self.started)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "completions/mean_length" in logs:
+                self.lengths.append(logs["completions/mean_length"])
+
+    clock = StepClock()
+
+    class TimedGRPOTrainer(GRPOTrainer):
+        """TRL's trainer, unchanged, with its generation call timed."""
+
+        def _generate_single_turn(self, *args, **kwargs):
+            started = time.perf_counter()
+            result = super()._generate_single_turn(*args, **kwargs)
+            clock.generation[-1] += time.perf_counter() - started
+            return result
+
+    tokenizer = AutoTokenizer.from_pretrained(work.model, padding_side="left")
+    with tempfile.TemporaryDirectory(prefix="bench-trl-") as out:
+        args = GRPOConfig(
+            output_dir=out,
+            per_device_train_batch_size=work.prompts * work.group,
+            num_generations=work.group,
+            steps_per_generation=1,
+            num_iterations=1,
+            max_completion_length=work.max_new_tokens,
+            temperature=work.temperature,
+            top_p=work.top_p,
+            top_k=0,
+            beta=0.0,
+            loss_type="grpo",
+            scale_rewards="group",
+            learning_rate=LEARNING_RATE,
+            lr_scheduler_type="constant",
+            max_grad_norm=1.0,
+            max_steps=work.steps,
+            logging_steps=1,
+            save_strategy="no",
+            report_to="none",
+            use_cpu=True,
+            seed=work.seed,
+            disable_tqdm=True,
+        )
+        trainer = TimedGRPOTrainer(
+            model=AutoModelForCausalLM.from_pretrained(work.model),
+            reward_funcs=correctness,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            callbacks=[clock],
+        )
+        trainer.remove_callback(PrinterCallback)  # the report is the output, not TRL's per-step log lines
+        try:
+            trainer.train()
+        finally:
+            AcceleratorState._reset_state(reset_partial_state=True)  # TRL's settings must not outlive its run
+    return SideResult(
+        "trl",
+        clock.seconds[work.warmup :],
+        clock.generation[work.warmup :],
+        clock.lengths[work.warmup :],
+        work.prompts * work.group,
+    )
+
+
+def compare(harness: SideResult, trl: SideResult | None, length_tolerance: float) -> dict:
+    """Both sides' summaries, the step-time ratio and whether the comparison holds (equal completion lengths)."""
+    report = {"harness": harness.summary()}
+    if trl is None:
+        return report
+    report["trl"] = trl.summary()
+    gap = abs(harness.mean_completion_length - trl.mean_completion_length) / trl.mean_completion_length
+    report["completion_length_gap"] = round(gap, 3)
+    report["comparable"] = gap <= length_tolerance
+    report["ratio_harness_over_trl"] = round(harness.median_step / trl.median_step, 3)
+    return report
+
+
+GROUP_SIZES = (4, 8, 16, 32)
+BUDGETS = (20, 40, 80, 160)
+
+
+def scaling(work: Workload, out: Path) -> dict[str, list[dict[str, float]]]:
+    """Harness step time over ``GROUP_SIZES`` (budget fixed) and ``BUDGETS`` (G fixed); JSON and PNG in ``out``."""
+
+    def point(variant: Workload) -> dict[str, float]:
+        result = run_harness(variant)
+        return {
+            "group": variant.group,
+            "max_new_tokens": variant.max_new_tokens,
+            "median_step_s": round(result.median_step, 4),
+            "mean_completion_length": round(result.mean_completion_length, 2),
+        }
+
+    curves = {
+        "group": [point(replace(work, group=group)) for group in GROUP_SIZES],
+        "budget": [point(replace(work, max_new_tokens=budget)) for budget in BUDGETS],
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scaling.json").write_text(json.dumps(curves, indent=2) + "\n")
+    (out / "scaling.png").write_bytes(_scaling_figure(curves, work))
+    return curves
+
+
+def _scaling_figure(curves: dict[str, list[dict[str, float]]], work: Workload) -> bytes:
+    import io
+
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
+
+    figure = Figure(figsize=(10, 3.8), dpi=100, layout="tight")
+    by_group, by_budget = figure.subplots(1, 2)
+    groups = [p["group"] for p in curves["group"]]
+    steps = [p["median_step_s"] for p in curves["group"]]
+    by_group.plot(groups, steps, marker="o", label="measured")
+    by_group.plot(groups, [steps[0] * g / groups[0] for g in groups], linestyle="--", label="linear from G = 4")
+    by_group.set_xscale("log", base=2)
+    by_group.set(xlabel="G (samples per prompt)", ylabel="median step time (s)")
+    by_group.set_xticks(groups, [str(g) for g in groups])
+    by_group.set_title(f"P = {work.prompts}, budget {work.max_new_tokens} tokens")
+    budgets = [p["max_new_tokens"] for p in curves["budget"]]
+    by_budget.plot(budgets, [p["median_step_s"] for p in curves["budget"]], marker="o", label="step time")
+    by_budget.set_xscale("log", base=2)
+    by_budget.set(xlabel="generation budget (tokens)", ylabel="median step time (s)")
+    by_budget.set_xticks(budgets, [str(b) for b in budgets])
+    by_budget.set_title(f"P = {work.prompts}, G = {work.group}")
+    lengths = by_budget.twinx()
+    lengths.plot(budgets, [p["mean_completion_length"] for p in curves["budget"]], color="gray", linestyle=":")
+    lengths.set_ylabel("mean completion length (tokens, dotted)")
+    for axes in (by_group, by_budget):
+        axes.xaxis.set_minor_formatter(NullFormatter())
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize="small", loc="upper left")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m algos.campaign.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="results/base_model", help=f"model directory, hub id or '{TINY_QWEN2}'")
+    parser.add_argument("--prompts", type=int, default=16, help="prompts per step (P)")
+    parser.add_argument("--group", type=int, default=8, help="samples per prompt (G)")
+    parser.add_argument("--max-new-tokens", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=6, help="timed steps per side (the median is reported)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps per side before the timed ones")
+    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
+    parser.add_argument("--length-tolerance", type=float, default=0.1, help="largest relative completion-length gap")
+    parser.add_argument("--no-trl", action="store_true", help="time the harness only")
+    parser.add_argument("--json", type=Path, help="also write the report here")
+    parser.add_argument("--scaling", type=Path, metavar="DIR", help="time the harness over G and budgets instead")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory(prefix="bench-model-") as scratch:
+        model = str(build_tiny_qwen2(Path(scratch))) if args.model == TINY_QWEN2 else args.model
+        work = Workload(model, args.prompts, args.group, args.max_new_tokens, warmup=args.warmup, repeats=args.repeats)
+        if args.scaling:
+            print(json.dumps(scaling(work, args.scaling), indent=2))
+            return 0
+        harness = run_harness(work)
+        trl = None
+        if not args.no_trl:
+            try:
+                trl = run_trl(work)
+            except ImportError as error:
+                print(f"TRL is not installed ({error}); timing the harness only", file=sys.stderr)
+    report = {
+        "workload": {**asdict(work), "model": args.model, "threads": args.threads},
+        **compare(harness, trl, args.length_tolerance),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    if trl is not None and not report["comparable"]:
+        print("the comparison is void: completion lengths differ, so the work is not equal", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

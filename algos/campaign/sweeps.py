@@ -1,0 +1,338 @@
+"""Hyperparameter sweeps as data: a preset, a search space over config keys, an objective and a budget.
+
+A spec in ``experiments/sweeps/`` reads::
+
+    title: "DAPO: learning rate x clip-higher x group size"
+    preset: dapo
+    objective: {metric: eval/validation/accuracy_t1, direction: maximize}
+    space:
+      optim.lr: {distribution: log_uniform, low: 3.0e-5, high: 1.0e-3}
+      policy_loss.clip_eps_high: {distribution: uniform, low: 0.2, high: 0.4}
+      rollout.group_size: {distribution: categorical, choices: [4, 8, 16]}
+    trials: 12
+    seeds: 2
+    sampler: {name: tpe, seed: 0, startup_trials: 4}
+    pruner: {name: median, startup_trials: 4, warmup_steps: 5}
+    budget: [run.steps=20, run.eval_every=5]
+
+The study is a persistent Optuna study (a journal file next to the trials by default, so parallel
+workflow jobs share it; or any storage URL, e.g. a database for a cluster). Each workflow job runs
+one *slot*: it asks the study for a trial, trains it with every seed, and tells the study the mean
+objective. The first seed reports its held-out evaluations as the trial's intermediate values, so
+the pruner can stop unpromising trials early. A slot that was interrupted marks its unfinished
+trial failed and asks for a new one, so a resumed study continues with new trial numbers.
+
+The objective is a held-out split's accuracy (the validation split by default), never the test
+split the tables report. Every value in the space is checked against the config when the spec is
+read: an unknown key, low > high, empty choices or a value the config refuses fails at once.
+
+Command line: ``python -m algos.campaign.sweeps --list``; ``python -m algos.campaign.sweeps --sweep dapo_default
+--slot 0 --out results/sweeps/dapo_default`` runs one trial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from pydantic import ValidationError
+
+from algos.config.presets import PROJECT_ROOT, ConfigError, checked_settings, load_config, read_spec_file, yaml_names
+from algos.config.schema import RLConfig
+from algos.engine.models import ModelNotFoundError
+from algos.trainer import run_files
+from algos.trainer.tracking import tag_run
+from algos.trainer.train import StopTraining, train
+
+SWEEPS_DIR = PROJECT_ROOT / "experiments" / "sweeps"
+DISTRIBUTIONS = ("log_uniform", "uniform", "int_uniform", "categorical")
+DIRECTIONS = ("maximize", "minimize")
+SAMPLERS = ("tpe", "random")
+PRUNERS = ("median", "none")
+REQUIRED = ("title", "preset", "space", "trials")
+JOURNAL_FILE = "study.journal"
+OBJECTIVE = re.compile(r"^eval/(?P<split>[a-z0-9_]+)/accuracy_(?P<mode>greedy|t1)$")
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One searched config key: a range (``low``..``high``) or a list of ``choices``."""
+
+    key: str
+    distribution: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[Any, ...] = ()
+
+    def suggest(self, trial: optuna.Trial) -> Any:
+        if self.distribution == "categorical":
+            return trial.suggest_categorical(self.key, list(self.choices))
+        if self.distribution == "int_uniform":
+            return trial.suggest_int(self.key, int(self.low), int(self.high))
+        return trial.suggest_float(self.key, self.low, self.high, log=self.distribution == "log_uniform")
+
+    def corners(self) -> list[Any]:
+        """The values that bound the space: every choice, or both ends of the range."""
+        if self.distribution == "categorical":
+            return list(self.choices)
+        return [self.low, self.high]
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A study: what is searched, what is optimised, and how each trial is run."""
+
+    name: str
+    title: str
+    preset: str
+    space: tuple[Dimension, ...]
+    metric: str
+    direction: str
+    trials: int
+    seeds: int
+    sampler: Mapping[str, Any]
+    pruner: Mapping[str, Any]
+    budget: tuple[str, ...]
+
+    def config(self, params: Mapping[str, Any], seed: int = 0, extra: tuple[str, ...] = ()) -> RLConfig:
+        """The trial's config: preset, budget, the trial's parameters, ``extra`` overrides, and the seed."""
+        return load_config(self.preset, overrides=(*self.budget, *extra, f"seed={seed}"), settings=dict(params))
+
+    def make_sampler(self, slot: int) -> optuna.samplers.BaseSampler:
+        """The sampler of one workflow job. Its seed is offset by the slot, so that parallel jobs that
+        see the same history do not propose the same parameters."""
+        seed = int(self.sampler.get("seed", 0)) + slot
+        if self.sampler["name"] == "random":
+            return optuna.samplers.RandomSampler(seed=seed)
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=int(self.sampler.get("startup_trials", 4)))
+
+    def make_pruner(self) -> optuna.pruners.BasePruner:
+        if self.pruner["name"] == "none":
+            return optuna.pruners.NopPruner()
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=int(self.pruner.get("startup_trials", 4)),
+            n_warmup_steps=int(self.pruner.get("warmup_steps", 0)),
+        )
+
+    def study(self, storage: str | None, out: Path, slot: int = 0) -> optuna.Study:
+        """The persistent study (created on first use): ``storage`` URL, or a journal file in ``out``."""
+        return optuna.create_study(
+            study_name=self.name,
+            storage=open_storage(storage, out),
+            sampler=self.make_sampler(slot),
+            pruner=self.make_pruner(),
+            direction=self.direction,
+            load_if_exists=True,
+        )
+
+
+def open_storage(url: str | None, out: Path) -> optuna.storages.BaseStorage | str:
+    """A storage URL as given, or (None) a journal file in ``out`` that parallel local jobs share."""
+    if url:
+        return url
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    out.mkdir(parents=True, exist_ok=True)
+    return JournalStorage(JournalFileBackend(str(out / JOURNAL_FILE)))
+
+
+def available_sweeps(sweeps_dir: Path = SWEEPS_DIR) -> list[str]:
+    """Names of the sweep specs in ``sweeps_dir``."""
+    return yaml_names(sweeps_dir)
+
+
+def read_sweep(name: str, sweeps_dir: Path = SWEEPS_DIR) -> SweepSpec:
+    """Parse and check a sweep spec; every bound of the space is built into a config to prove it valid."""
+    path, body = read_spec_file(sweeps_dir, name, "sweep", REQUIRED)
+    unknown = set(body) - {*REQUIRED, "objective", "seeds", "sampler", "pruner", "budget"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown fields {sorted(unknown)}")
+    objective = body.get("objective") or {}
+    metric = str(objective.get("metric", "eval/validation/accuracy_t1"))
+    direction = str(objective.get("direction", "maximize"))
+    if direction not in DIRECTIONS:
+        raise ConfigError(f"{path}: objective direction '{direction}' is not one of: {', '.join(DIRECTIONS)}")
+    sampler, pruner = dict(body.get("sampler") or {"name": "tpe"}), dict(body.get("pruner") or {"name": "median"})
+    for what, given, valid in (("sampler", sampler, SAMPLERS), ("pruner", pruner, PRUNERS)):
+        if given.get("name") not in valid:
+            raise ConfigError(f"{path}: {what} '{given.get('name')}' is not one of: {', '.join(valid)}")
+    for what, count in (("trials", body["trials"]), ("seeds", body.get("seeds", 1))):
+        if not isinstance(count, int) or count < 1:
+            raise ConfigError(f"{path}: '{what}' must be a positive integer, got {count!r}")
+    budget = body.get("budget") or []
+    if not isinstance(budget, list) or not all(isinstance(text, str) for text in budget):
+        raise ConfigError(f"{path}: 'budget' must be a list of key=value overrides")
+    spec = SweepSpec(
+        name=name,
+        title=str(body["title"]),
+        preset=str(body["preset"]),
+        space=tuple(_dimensions(path, body["space"])),
+        metric=metric,
+        direction=direction,
+        trials=body["trials"],
+        seeds=body.get("seeds", 1),
+        sampler=sampler,
+        pruner=pruner,
+        budget=tuple(budget),
+    )
+    _check_values(path, spec)
+    return spec
+
+
+def _dimensions(path: Path, space: Any) -> list[Dimension]:
+    if not isinstance(space, dict) or not space:
+        raise ConfigError(f"{path}: 'space' must map config keys to distributions")
+    dimensions = []
+    for key, entry in space.items():
+        where = f"{path}: space key '{key}'"
+        checked_settings({key: None}, f"{path} space")  # an unknown key fails here, with suggestions
+        if not isinstance(entry, dict) or entry.get("distribution") not in DISTRIBUTIONS:
+            raise ConfigError(f"{where}: 'distribution' must be one of: {', '.join(DISTRIBUTIONS)}")
+        kind = entry["distribution"]
+        if kind == "categorical":
+            choices = entry.get("choices")
+            if not isinstance(choices, list) or not choices:
+                raise ConfigError(f"{where}: a categorical distribution needs a non-empty list of 'choices'")
+            dimensions.append(Dimension(key, kind, choices=tuple(choices)))
+            continue
+        low, high = entry.get("low"), entry.get("high")
+        if not all(isinstance(bound, int | float) and math.isfinite(bound) for bound in (low, high)):
+            raise ConfigError(f"{where}: a {kind} distribution needs numeric 'low' and 'high'")
+        if low > high:
+            raise ConfigError(f"{where}: low ({low}) is greater than high ({high})")
+        if kind == "log_uniform" and low <= 0:
+            raise ConfigError(f"{where}: a log_uniform distribution needs low > 0, got {low}")
+        if kind == "int_uniform" and not (float(low).is_integer() and float(high).is_integer()):
+            raise ConfigError(f"{where}: an int_uniform distribution needs integer bounds")
+        dimensions.append(Dimension(key, kind, low=low, high=high))
+    return dimensions
+
+
+def _check_values(path: Path, spec: SweepSpec) -> None:
+    try:
+        base = spec.config({})
+    except (ConfigError, ValidationError, ValueError) as exc:
+        raise ConfigError(f"{path}: the preset and budget do not give a valid config: {exc}") from None
+    match = OBJECTIVE.match(spec.metric)
+    if not match or match["split"] not in base.run.eval_splits or match["mode"] not in base.run.eval_modes:
+        raise ConfigError(
+            f"{path}: objective metric '{spec.metric}' is not eval/<split>/accuracy_<mode> of an evaluated split "
+            f"({', '.join(base.run.eval_splits)}) and mode ({', '.join(base.run.eval_modes)})"
+        )
+    if not base.run.eval_every:
+        raise ConfigError(f"{path}: the budget needs run.eval_every > 0 so that trials report intermediate values")
+    for dimension in spec.space:
+        for value in dimension.corners():
+            try:
+                spec.config({dimension.key: value})
+            except (ConfigError, ValidationError, ValueError) as exc:
+                raise ConfigError(
+                    f"{path}: space key '{dimension.key}' allows {value!r}, which is invalid: {exc}"
+                ) from None
+
+
+def run_slot(
+    spec: SweepSpec, slot: int, out: Path, storage: str | None = None, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Run one trial of the study in workflow slot ``slot`` and return its record (also written to
+    ``out/slots/slot<slot>.json``). Trial runs go to ``out/trials/trial<n>/seed<s>/``; ``extra``
+    overrides (e.g. the model to start from) apply to every run."""
+    study = spec.study(storage, out, slot)
+    slots = out / "slots"
+    slots.mkdir(parents=True, exist_ok=True)
+    marker = slots / f"asked{slot}.json"
+    if marker.exists():  # an earlier attempt of this slot was interrupted
+        number = json.loads(marker.read_text())["trial"]
+        unfinished = [t for t in study.get_trials(deepcopy=False) if t.number == number]
+        if unfinished and unfinished[0].state == optuna.trial.TrialState.RUNNING:
+            study.tell(number, state=optuna.trial.TrialState.FAIL)
+    trial = study.ask()
+    run_files.write_json(marker, {"trial": trial.number})
+    params = {dimension.key: dimension.suggest(trial) for dimension in spec.space}
+    shared = (*extra, f"tracking.experiment=sweep-{spec.name}", f"tracking.parent_run={spec.name}")
+    values: list[float] = []
+    state = "COMPLETE"
+
+    def report(step: int, metrics: Mapping[str, float]) -> None:
+        trial.report(metrics[spec.metric], step)
+        if trial.should_prune():
+            raise StopTraining(f"trial {trial.number} pruned at step {step}")
+
+    runs = []
+    try:
+        for seed in range(spec.seeds):
+            name = f"trial{trial.number}" + (f"/seed{seed}" if spec.seeds > 1 else "")
+            cfg = spec.config(params, seed, (*shared, f"tracking.run_name={name}"))
+            run = out / "trials" / f"trial{trial.number}" / f"seed{seed}"
+            runs.append(run)
+            result = train(cfg, run, preset=spec.preset, on_evaluation=report if seed == 0 else None)
+            values.append(result.metrics[spec.metric])
+    except StopTraining:
+        state, value = "PRUNED", None
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    except BaseException:
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        raise
+    else:
+        value = sum(values) / len(values)
+        study.tell(trial, value)
+    for run in runs:
+        tag_run(cfg.tracking, run_files.tracker_run_id(run), {"optuna.trial": str(trial.number), "optuna.state": state})
+    record = {
+        "sweep": spec.name,
+        "slot": slot,
+        "trial": trial.number,
+        "state": state,
+        "params": params,
+        "metric": spec.metric,
+        "seed_values": values,
+        "value": value,
+        "runs": [str(run) for run in runs],
+    }
+    run_files.write_json(slots / f"slot{slot}.json", record)
+    return record
+
+
+def as_overrides(params: Mapping[str, Any]) -> list[str]:
+    """``key=value`` overrides of a trial's parameters (what ``ablations.tuned`` takes)."""
+    return [f"{key}={value}" for key, value in params.items()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m algos.campaign.sweeps", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="list the sweep specs")
+    parser.add_argument("--sweep", help="sweep name (see --list)")
+    parser.add_argument("--slot", type=int, help="run one trial in this workflow slot")
+    parser.add_argument("--out", type=Path, help="the study's directory (journal, slots, trial runs)")
+    parser.add_argument("--storage", help="Optuna storage URL (default: a journal file in --out)")
+    parser.add_argument("--model", help="model every trial starts from (default: the config's model.name_or_path)")
+    args = parser.parse_args(argv)
+    try:
+        if args.list or not args.sweep:
+            for name in available_sweeps():
+                spec = read_sweep(name)
+                keys = ", ".join(d.key for d in spec.space)
+                print(f"{name}: {spec.title} -- {spec.preset}, {spec.trials} trials over {keys}")
+        elif args.slot is None or args.out is None:
+            spec = read_sweep(args.sweep)
+            print(f"{spec.name}: {spec.title}; space: {[d.key for d in spec.space]}")
+        else:
+            extra = (f"model.name_or_path={args.model}",) if args.model else ()
+            print(json.dumps(run_slot(read_sweep(args.sweep), args.slot, args.out, args.storage, extra), indent=2))
+    except (ConfigError, ModelNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,857 @@
+"""Typed configuration: the single source of truth for every component toggle.
+
+Every algorithm (PPO, GRPO, Dr. GRPO, DAPO, VAPO, GSPO, GEPO, RLOO, REINFORCE++) is a preset of
+these fields over one code path. Each field documents its meaning, its default and the paper it
+comes from; the defaults form the *base* that every preset in ``experiments/presets/`` lists its
+differences from. Cross-field invariants are checked when a config is constructed.
+
+Sizes are scaled for the built-in default on two CPU cores; the papers' values are given in the
+field descriptions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass
+
+from eval.tasks.config import TaskConfig
+
+_STRICT = ConfigDict(extra="forbid", validate_default=True)
+
+GROUP_ESTIMATORS = ("group_mean", "rloo", "opo", "passk")
+"""Estimators that compare the responses of one prompt with each other (need G >= 2)."""
+
+OUTCOME_ESTIMATORS = (*GROUP_ESTIMATORS, "remax")
+"""Estimators that give each response one scalar advantage from its outcome reward."""
+
+ONE_PASS_MECHANISMS = ("clip_cov", "kl_cov")
+"""Objectives that pick tokens by a statistic of the whole mini-batch's current log-probabilities."""
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+NonNegative = Annotated[float, Field(ge=0.0)]
+Positive = Annotated[float, Field(gt=0.0)]
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+@dataclass(frozen=True, config=_STRICT)
+class AdvantageConfig:
+    """How scalar outcome rewards become per-token advantages."""
+
+    estimator: Literal["group_mean", "rloo", "opo", "passk", "remax", "return", "gae"] = Field(
+        "group_mean",
+        description=(
+            "group_mean: R_i - mean_j R_j over the G responses of a prompt (GRPO, Dr. GRPO). "
+            "rloo: R_i - mean_{j!=i} R_j (RLOO, Ahmadian et al. 2024). "
+            "opo: R_i - sum_j |o_j| R_j / sum_j |o_j|, the length-weighted baseline of On-Policy RL with Optimal "
+            "reward baseline (OPO, Hao et al. 2025, arXiv 2505.23585). "
+            "passk: only each group's best response learns, with R_max - R_second (Pass@k training, Chen et al. "
+            "2025, arXiv 2503.19595; verl grpo_passk). "
+            "remax: R_i - R(greedy response to the same prompt) (ReMax, Li et al. 2023, arXiv 2310.10505). "
+            "return: discounted return with no baseline (REINFORCE++, Hu 2025). "
+            "gae: generalised advantage estimation with a critic (PPO, VAPO)."
+        ),
+    )
+    std_scaling: Literal["group", "batch", "batch_whiten", "batch_normalize", "group_batch_whiten", "none"] = Field(
+        "group",
+        description=(
+            "group: divide by the unbiased std of the prompt's G rewards plus std_eps (GRPO). "
+            "batch: divide by the unbiased std of all rewards in the batch plus std_eps (TRL "
+            "scale_rewards='batch'). batch_whiten: subtract the token-weighted batch mean and "
+            "multiply by rsqrt(token-weighted unbiased variance + std_eps) (REINFORCE++, verl's GAE "
+            "whitening). batch_normalize: (A - mean A) / (std A + std_eps) over the batch's sequences, each "
+            "counted once (TRL RLOO normalize_advantages, std_eps 1e-4). group_batch_whiten: group, then "
+            "batch_whiten (GDPO, arXiv 2601.05242; verl gdpo). none: no scaling (Dr. GRPO). group, batch and "
+            "group_batch_whiten apply to group estimators only."
+        ),
+    )
+    whiten_eps: Positive | None = Field(
+        None,
+        description=(
+            "Epsilon under the square root of batch_whiten and group_batch_whiten; None uses std_eps. verl's "
+            "GDPO: 1e-6 for the group std, 1e-8 for the whitening."
+        ),
+    )
+    whiten_keep_mean: bool = Field(
+        False,
+        description=(
+            "batch_whiten and group_batch_whiten only. False: the whitened advantages are centred (verl "
+            "masked_whiten shift_mean=True, REINFORCE++). True: the batch mean is added back after dividing "
+            "by the std (verl shift_mean=False)."
+        ),
+    )
+    singleton_groups: Literal["zero", "raw"] = Field(
+        "zero",
+        description=(
+            "A group with one scorable response (groups given by an index may have one) has no baseline. zero: its "
+            "advantage is 0 (the group's own mean; TRL). raw: baseline 0 and std 1, so the advantage is R (verl)."
+        ),
+    )
+    gpg_alpha: Literal["none", "informative", "nonzero_reward"] = Field(
+        "none",
+        description=(
+            "GPG's rescaling of group advantages by alpha = B / B_valid (Chu et al. 2025, arXiv 2504.02546, "
+            "Eq. 9). informative: B_valid counts responses in groups whose rewards differ (the paper: the others "
+            "have zero advantage). nonzero_reward: B_valid counts responses with a nonzero reward (verl gpg). "
+            "none: alpha = 1."
+        ),
+    )
+    std_eps: Positive = Field(
+        1e-6,
+        description=(
+            "Epsilon of the std scaling: added to the std for group/batch, to the variance under "
+            "the square root for batch_whiten. verl uses 1e-6 (whitening 1e-8), TRL 1e-4; default "
+            "1e-6 stays closest to the unsmoothed GRPO definition."
+        ),
+    )
+    gamma: Probability = Field(1.0, description="Discount gamma; 1 for LLM outcome rewards (VAPO).")
+    lambda_policy: Probability = Field(
+        0.95, description="GAE lambda for the policy advantage (PPO: 0.95; VC-PPO/VAPO decoupled GAE)."
+    )
+    lambda_critic: Probability | None = Field(
+        None,
+        description=(
+            "GAE lambda for the critic's targets. None couples it to the policy's lambda (vanilla "
+            "PPO); 1.0 gives Monte-Carlo returns, VAPO's Decoupled-GAE."
+        ),
+    )
+    adaptive_lambda_alpha: Positive | None = Field(
+        None,
+        description=(
+            "VAPO's Length-Adaptive GAE (alpha = 0.05): per sequence "
+            "lambda_policy = 1 - 1/(alpha * |o|), replacing lambda_policy. None turns it off."
+        ),
+    )
+    adaptive_lambda_min: Probability = Field(
+        0.0,
+        description=(
+            "Lower clamp of the length-adaptive lambda. The paper's formula is <= 0 for "
+            "|o| <= 1/alpha (20 tokens at alpha = 0.05); we clamp to [min, max] so short responses "
+            "get lambda = 0 (one-step TD) instead of a negative lambda."
+        ),
+    )
+    adaptive_lambda_max: Probability = Field(
+        1.0, description="Upper clamp of the length-adaptive lambda (the formula itself stays below 1)."
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class PolicyLossConfig:
+    """The clipped surrogate and its aggregation."""
+
+    objective: Literal[
+        "clip", "cispo", "sapo", "gmpo", "reinforce", "clip_cov", "kl_cov", "dppo_tv", "dppo_kl", "vespo"
+    ] = Field(
+        "clip",
+        description=(
+            "The per-token policy loss (algos.core.objectives). clip: PPO's clipped surrogate (PPO, GRPO, DAPO). "
+            "cispo: -sg[clip(r, 1-eps_low, 1+eps_high)] A log pi, every token keeps a gradient (MiniMax-M1, "
+            "arXiv 2506.13585). sapo: -f(r) A with the soft gate f(r) = 4 sigmoid(tau (r - 1)) / tau (SAPO, arXiv "
+            "2511.20347). gmpo: -A exp(mean_t sign-aware clip(log r_t)), the geometric mean of token ratios clipped "
+            "in log space at log(1-eps_low), log(1+eps_high) (GMPO, arXiv 2507.20673). reinforce: -A log pi, no ratio "
+            "(plain REINFORCE; GPG, arXiv 2504.02546). clip_cov / kl_cov: clip, with a few tokens of high covariance "
+            "between advantage and log pi detached / KL-penalised (Cui et al. 2025, arXiv 2505.22617). dppo_tv / "
+            "dppo_kl: -A sg[min(r, dppo_ratio_cap)] log pi on tokens whose probability moved less than the "
+            "divergence threshold (DPPO, arXiv 2602.04879). vespo: -phi(w) A log pi with the gamma weight phi of the "
+            "sequence ratio w (VESPO; TRL loss_type vespo)."
+        ),
+    )
+    ratio_level: Literal["token", "sequence", "sequence_token", "sequence_sum", "group_expectation"] = Field(
+        "token",
+        description=(
+            "token: r_{i,t} (PPO/GRPO/DAPO). sequence: length-normalised sequence ratio s_i, the "
+            "same for every token (GSPO). sequence_token: sg[s_i] * pi/sg[pi] (GSPO-token). sequence_sum: "
+            "exp(sum_t log r_{i,t}), the unnormalised sequence ratio (TRL's RLOO loss). group_expectation: "
+            "p_i / E_q[q] over the group (GEPO)."
+        ),
+    )
+    group_expectation_scope: Literal["prompt", "micro_batch"] = Field(
+        "prompt",
+        description=(
+            "Which responses GEPO's E_q[q] is taken over. prompt: the G responses of each prompt (the paper's "
+            "Eq. 2). micro_batch: the rollout batch shuffled (seeded) and cut into chunks of G responses of "
+            "different prompts, as the authors' code does (TRL 0.19 shuffles the generation batch before "
+            "splitting it into micro-batches of 8)."
+        ),
+    )
+    clip_eps_low: Probability = Field(
+        0.2,
+        description="Ratio clipped below at 1 - eps_low, at most 1 since a ratio is never negative (PPO: 0.2; "
+        "GSPO: 3e-4).",
+    )
+    clip_eps_high: NonNegative = Field(
+        0.2, description="Ratio clipped above at 1 + eps_high (PPO: 0.2; DAPO Clip-Higher: 0.28; GSPO: 4e-4)."
+    )
+    dual_clip_c: Annotated[float, Field(gt=1.0)] | None = Field(
+        None,
+        description=(
+            "Dual-clip constant c (Ye et al. 2020): for negative advantages the loss is capped at "
+            "-c * A. Off by default; verl turns it on with c = 3."
+        ),
+    )
+    aggregation: Literal[
+        "token_mean", "token_sum", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm"
+    ] = Field(
+        "seq_mean_token_mean",
+        description=(
+            "token_mean: sum over all tokens / number of tokens (DAPO and VAPO token-level loss). "
+            "token_sum: sum over all tokens, no denominator (verl token-sum). "
+            "seq_mean_token_mean: mean over sequences of each sequence's token mean (GRPO). "
+            "seq_mean_token_sum: mean over sequences of token sums. seq_mean_token_sum_norm: "
+            "sum / (number of sequences * aggregation_constant) (Dr. GRPO)."
+        ),
+    )
+    aggregation_constant: PositiveInt | None = Field(
+        None,
+        description=(
+            "MAX_TOKENS of seq_mean_token_sum_norm. None uses the generation budget "
+            "rollout.max_new_tokens (Dr. GRPO's code uses its budget, 3000)."
+        ),
+    )
+    seq_mean_denominator: Literal["all", "nonempty"] = Field(
+        "all",
+        description=(
+            "Which sequences the seq_mean_* modes divide by. all: every sequence in the mini-batch, "
+            "as the papers' 1/G and 1/B and TRL. nonempty: only sequences with at least one loss "
+            "token left after filtering (verl)."
+        ),
+    )
+    sapo_tau_pos: Positive = Field(1.0, description="SAPO's gate temperature for A > 0 (TRL and verl: 1.0).")
+    sapo_tau_neg: Positive = Field(1.05, description="SAPO's gate temperature for A <= 0 (TRL and verl: 1.05).")
+    cov_ratio: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        2e-4,
+        description="Clip-Cov / KL-Cov: share of the pass's loss tokens that are detached / KL-penalised (verl: 2e-4).",
+    )
+    clip_cov_bounds: tuple[float, float] = Field(
+        (1.0, 5.0),
+        description="Clip-Cov: a token is a candidate when lower < cov < upper (verl clip_cov_lb 1, clip_cov_ub 5).",
+    )
+    kl_cov_coef: NonNegative = Field(
+        1.0, description="KL-Cov: coefficient of |log r| on the selected tokens (verl: 1)."
+    )
+    dppo_thresholds: tuple[NonNegative, NonNegative] = Field(
+        (0.2, 0.2),
+        description=(
+            "DPPO: (low, high) divergence thresholds; a token with A > 0 learns while its divergence to pi_old is "
+            "at most high, one with A <= 0 while it is at most low (TV: |pi - pi_old|; KL: the binary KL)."
+        ),
+    )
+    dppo_ratio_cap: Positive = Field(
+        20.0,
+        description="DPPO: the detached ratio multiplying the loss is truncated at this value (paper §5.4: large).",
+    )
+    vespo_k: tuple[NonNegative, NonNegative] = Field(
+        (2.0, 3.0), description="VESPO: shape k of the gamma weight for A >= 0 and A < 0 (TRL: 2, 3)."
+    )
+    vespo_lambda: tuple[NonNegative, NonNegative] = Field(
+        (3.0, 2.0), description="VESPO: rate lambda of the gamma weight for A >= 0 and A < 0 (TRL: 3, 2)."
+    )
+    top_entropy_quantile: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        1.0,
+        description=(
+            "rho: only the share rho of the pass's loss tokens with the highest entropy keep their policy loss "
+            "(Wang et al. 2025, arXiv 2506.01939; TRL top_entropy_quantile). 1.0 keeps every token."
+        ),
+    )
+    off_policy_mask_threshold: NonNegative | None = Field(
+        None,
+        description=(
+            "delta of the off-policy sequence mask (DeepSeek-V3.2; TRL off_policy_mask_threshold): a response "
+            "with A < 0 whose mean log(pi_sampler / pi_theta) exceeds delta drops out of the policy loss. None: off."
+        ),
+    )
+    entropy_coef: NonNegative = Field(0.0, description="Entropy bonus coefficient (0 in every paper preset).")
+    entropy_aggregation: Literal["policy", "token_mean"] = Field(
+        "policy",
+        description=(
+            "How the entropy bonus is aggregated: policy uses the policy loss's aggregation "
+            "(verl); token_mean uses a token mean whatever the aggregation (TRL)."
+        ),
+    )
+    pos_lm_coef: NonNegative = Field(
+        0.0,
+        description=(
+            "mu of VAPO's positive-example LM loss (mu = 0.1): adds mu times the token-averaged "
+            "NLL of the correct responses."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class KLConfig:
+    """Penalty towards the frozen reference policy."""
+
+    coef: NonNegative = Field(0.0, description="beta. 0 for DAPO, VAPO, Dr. GRPO; 0.04 for GRPO (DeepSeekMath).")
+    estimator: Literal["k1", "k2", "k3", "abs", "k1+", "k3+", "full"] = Field(
+        "k3",
+        description=(
+            "k1: log(pi/pi_ref). k2: 0.5 log^2(pi/pi_ref). k3: pi_ref/pi - log(pi_ref/pi) - 1 (GRPO; Schulman "
+            "2020). abs: |log(pi/pi_ref)|. k1+ / k3+: the value of k1 / k3 with the gradient of k2 (verl's "
+            "straight-through '+'). full: the exact KL over the vocabulary at each position, sum_v pi (log pi - "
+            "log pi_ref) (loss placement only)."
+        ),
+    )
+    placement: Literal["loss", "reward"] = Field(
+        "loss",
+        description=(
+            "loss: beta * KL added per token to the policy loss (GRPO). reward: beta * KL "
+            "subtracted from the per-token reward before advantages (classic RLHF PPO)."
+        ),
+    )
+    clamp: Positive | None = Field(
+        None,
+        description="Clamp the per-token estimate to [-clamp, clamp]; None = exact (TRL). verl clamps k3 at 10.",
+    )
+    importance_weighted: bool = Field(
+        False,
+        description=(
+            "Multiply the per-token KL in the loss by the importance ratio of the policy loss, with its gradient, "
+            "so that the estimate is unbiased off-policy (TRL use_bias_correction_kl, TRL's default True; "
+            "verl and the papers: False)."
+        ),
+    )
+    controller: Literal["fixed", "adaptive"] = Field(
+        "fixed",
+        description=(
+            "fixed: beta = coef throughout. adaptive: beta starts at coef and after each step is multiplied by "
+            "1 + clip(KL / target - 1, -0.2, 0.2) * B / horizon, KL the batch's mean per-token estimate towards "
+            "the reference (Ziegler et al. 2019; verl AdaptiveKLController)."
+        ),
+    )
+    target: Positive = Field(0.1, description="Adaptive controller: target per-token KL (verl target_kl 0.1).")
+    horizon: PositiveInt = Field(10000, description="Adaptive controller: horizon in responses (verl 10000).")
+
+
+@dataclass(frozen=True, config=_STRICT)
+class RewardConfig:
+    """Verifier reward values and DAPO's length shaping and filtering."""
+
+    correct: float = Field(1.0, description="Reward of a verified-correct response (DAPO: +1; TRL and most: 1).")
+    incorrect: float = Field(0.0, description="Reward of an incorrect response (DAPO: -1; TRL and most: 0).")
+    functions: dict[Literal["correctness", "finished"], float] = Field(
+        {"correctness": 1.0},
+        min_length=1,
+        description=(
+            "Reward functions (algos.core.reward_functions) and their weights. correctness: the verifier's "
+            "correct/incorrect value, NaN where the verifier cannot score the response. finished: 1 when the "
+            "response ended within the budget, else 0. A response every function leaves NaN is unscorable: the "
+            "group statistics ignore it and its advantage is 0 (TRL)."
+        ),
+    )
+    combine: Literal["sum_then_normalize", "normalize_then_sum"] = Field(
+        "sum_then_normalize",
+        description=(
+            "sum_then_normalize: R = sum_k w_k r_k (NaN terms skipped), then the advantage estimator. "
+            "normalize_then_sum: each function's rewards standardised within the group, "
+            "(r_k - mean) / (std + advantage.std_eps), before the weighted sum (TRL multi_objective_aggregation; "
+            "GDPO)."
+        ),
+    )
+    overlong_filter: bool = Field(
+        False,
+        description="Mask truncated responses (no EOS within the budget) out of the policy loss (DAPO Overlong Filtering).",
+    )
+    soft_overlong_buffer: PositiveInt | None = Field(
+        None,
+        description=("L_cache of DAPO's soft overlong punishment (Eq. 13; DAPO: 4096). None turns the punishment off."),
+    )
+    soft_overlong_max_length: PositiveInt | None = Field(
+        None,
+        description="L_max of the soft overlong punishment; None uses the generation budget rollout.max_new_tokens.",
+    )
+    soft_overlong_factor: NonNegative = Field(
+        1.0, description="Multiplies the soft overlong punishment (verl overlong_buffer.penalty_factor; DAPO: 1)."
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class DynamicSamplingConfig:
+    """DAPO's Dynamic Sampling: keep only groups whose responses differ in correctness."""
+
+    enabled: bool = Field(
+        False, description="Drop groups with accuracy 0 or 1 and generate more prompts (DAPO Dynamic Sampling)."
+    )
+    oversample: Annotated[float, Field(ge=1.0)] = Field(
+        1.5,
+        description=(
+            "Prompts each round draws per informative group still missing, over the share of groups kept so "
+            "far (the first round: oversample * P); DAPO over-samples and keeps sampling until P groups hold "
+            "both correct and wrong responses."
+        ),
+    )
+    max_rounds: PositiveInt = Field(
+        16,
+        description=(
+            "Safety cap on generation rounds per step (verl's max_num_gen_batches). A step that reaches it "
+            "short of P informative groups trains on those found, logs rollout/short_batch = 1 and a warning, "
+            "and the ablation report names it."
+        ),
+    )
+    filter_on: Literal["correctness", "reward"] = Field(
+        "correctness",
+        description=(
+            "What must differ within a kept group: correctness (the paper) or the reward "
+            "(for graded verifiers; refused when the reward is shaped, and a guardrail warns)."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class CriticConfig:
+    """Value model for GAE (PPO, VAPO)."""
+
+    enabled: bool = Field(False, description="Train a value model; required by, and only used by, estimator gae.")
+    lr: Positive = Field(4e-4, description="Critic learning rate, twice the actor's (VAPO: actor 1e-6, critic 2e-6).")
+    value_clip: Positive | None = Field(
+        None, description="Clip new values to old +- value_clip in the value loss (PPO); None = no clipping."
+    )
+    init: Literal["backbone", "reward_model"] = Field(
+        "backbone",
+        description=(
+            "backbone: the policy's backbone with a fresh scalar head. reward_model: that critic first fitted "
+            "as an outcome reward model (the verifier reward regressed at each response's last token, "
+            "reward_model_steps rollouts of the initial policy), then used as the value model: VAPO's "
+            "setting (§3.1, §4.1), whose bias on earlier tokens value pretraining removes."
+        ),
+    )
+    reward_model_steps: Annotated[int, Field(ge=0)] = Field(
+        20, description="Rollout batches the reward model is fitted on (init=reward_model only)."
+    )
+    pretrain_steps: Annotated[int, Field(ge=0)] = Field(
+        0,
+        description=(
+            "Critic-only steps on rollouts of the initial policy with Monte-Carlo targets before "
+            "policy updates (VAPO Value-Pretraining: 50)."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class RolloutConfig:
+    """Sampling: P prompts x G responses per step."""
+
+    prompts_per_step: PositiveInt = Field(16, description="P, prompts per rollout batch (DAPO, VAPO: 512).")
+    group_size: PositiveInt = Field(8, description="G, responses per prompt (DAPO, VAPO: 16; PPO: 1).")
+    max_new_tokens: PositiveInt = Field(96, description="Generation budget in tokens (DAPO: 20480).")
+    temperature: Positive = Field(1.0, description="Sampling temperature (DAPO, VAPO: 1.0).")
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = Field(1.0, description="Nucleus sampling top-p (1.0 = off).")
+    policy_staleness: Annotated[int, Field(ge=0)] = Field(
+        0,
+        description=(
+            "k: rollouts come from the policy k optimizer updates old, as in GEPO's heterogeneous "
+            "setting (GEPO Table 2). 0 = on-policy sampling."
+        ),
+    )
+    correction: Literal["none", "truncate", "mask"] = Field(
+        "none",
+        description=(
+            "Rollout/learner mismatch correction under policy_staleness > 0: pi_old becomes the learner's "
+            "policy before the update (the proximal policy) and each token's loss is multiplied by the detached "
+            "weight w = pi_old / pi_sampler. truncate: min(w, correction_high), clamped below at correction_low "
+            "if set (TIS; TRL *_truncate, verl rollout_is). mask: w where correction_low <= w <= correction_high, "
+            "else 0 (MIS / IcePop; TRL *_mask). none: the ratio is taken to the sampler itself."
+        ),
+    )
+    correction_level: Literal["token", "sequence"] = Field(
+        "token",
+        description="token: one weight per token. sequence: exp(sum_t log w_t), one weight per response (TRL, verl).",
+    )
+    correction_low: NonNegative | None = Field(None, description="Lower bound of the correction weight; None: none.")
+    correction_high: Positive = Field(
+        2.0, description="Upper bound of the correction weight (verl rollout_is_threshold 2; TRL clip_max 3)."
+    )
+    old_logprobs: Literal["auto", "score"] = Field(
+        "auto",
+        description=(
+            "How log π_old is obtained. score: a separate forward pass of the sampling policy after "
+            "sampling. auto: where one optimizer step per rollout is taken by the policy that sampled "
+            "(1 epoch, 1 mini-batch, staleness 0, no dropout) and nothing reads π_old before the update "
+            "(no KL in the reward, no group-expectation ratio, no critic), π_old is the update's own "
+            "forward pass, detached: the same numbers without the extra pass; elsewhere as score."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class OptimConfig:
+    """Policy updates per rollout batch."""
+
+    lr: Positive = Field(
+        1e-4,
+        description=(
+            "Actor learning rate (VAPO, DAPO: 1e-6 for 32B models). The built-in default's 1e-4 is the largest "
+            "at which naive GRPO's per-update KL to pi_old stays below 0.01 in most steps (see the README)."
+        ),
+    )
+    lr_warmup_steps: Annotated[int, Field(ge=0)] = Field(
+        10,
+        description=(
+            "Rollout steps over which the actor's learning rate rises linearly to lr (step s trains at "
+            "lr * min(1, s / lr_warmup_steps)), constant afterwards: DAPO §4.1 and VAPO §5.1 warm up over 20 "
+            "rollout steps (320 optimizer updates); 10 of the default 60 steps are 160. 0 = constant from the start."
+        ),
+    )
+    weight_decay: NonNegative = Field(0.0, description="AdamW weight decay.")
+    max_grad_norm: Positive | None = Field(1.0, description="Gradient-norm clip; None = off.")
+    mini_batches: PositiveInt = Field(
+        16,
+        description=(
+            "Optimizer updates per epoch over the rollout batch (DAPO §4.1, VAPO §5.1: 16, mini-batches of "
+            "512 of 8192 responses). With one update per batch the ratio is always 1 and clipping is inert."
+        ),
+    )
+    epochs: PositiveInt = Field(1, description="Passes over the rollout batch.")
+    micro_batch_size: PositiveInt | None = Field(
+        None,
+        description=(
+            "Sequences per forward/backward pass (gradient accumulation); None = whole "
+            "mini-batch. Losses are normalised by the whole mini-batch, never per micro-batch."
+        ),
+    )
+    micro_batch_tokens: PositiveInt | None = Field(
+        None,
+        description=(
+            "Token budget of a forward/backward pass: rows sorted by response length are packed into passes "
+            "of at most this many padded tokens (rows x (prompt width + longest response)), so a batch of long "
+            "responses fits in memory; the gradient is unchanged. Excludes micro_batch_size; None = off."
+        ),
+    )
+    length_buckets: PositiveInt = Field(
+        2,
+        description=(
+            "Without micro_batch_size or micro_batch_tokens: forward/backward passes per mini-batch, over rows sorted by "
+            "response length. Each pass is trimmed to its longest response, so short responses stop "
+            "paying for long ones' padding; the gradient is the same as one pass (1 = one pass)."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class ModelConfig:
+    """Which policy to train: the built-in base or any causal LM on the hub or on disk."""
+
+    name_or_path: str = Field(
+        "results/base_model",
+        description=(
+            "Hub id (e.g. Qwen/Qwen2.5-Math-1.5B) or local directory of a causal LM and its tokenizer. "
+            "The default is the built-in base that `python -m algos.trainer.sft --out results/base_model` builds."
+        ),
+    )
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="Parameter dtype; float32 on CPU, bfloat16 for hub models on a GPU."
+    )
+    gradient_checkpointing: bool = Field(
+        False,
+        description=(
+            "Recompute activations in the backward pass instead of keeping them (policy and critic): less "
+            "memory, about one more forward pass of time, the same loss and gradients."
+        ),
+    )
+    chat_template: Literal["auto", "always", "never"] = Field(
+        "auto",
+        description=(
+            "Wrap prompts in the tokenizer's chat template: auto when the tokenizer has one (chat "
+            "models), always (error without one), never (raw prompts, base models)."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class RunConfig:
+    """Length of a run, evaluation, checkpoints and where it runs."""
+
+    steps: PositiveInt = Field(60, description="Rollout batches (policy-update steps) in the run.")
+    eval_every: Annotated[int, Field(ge=0)] = Field(
+        20, description="Held-out evaluation every this many steps (and at steps 0 and last); 0 = first and last only."
+    )
+    eval_problems: PositiveInt = Field(256, description="Problems per evaluation split.")
+    final_eval_problems: PositiveInt | None = Field(
+        None,
+        description="Problems per split of the built-in task in the last step's evaluation, which the tables "
+        "report (it starts with the eval_problems of the earlier evaluations); None uses eval_problems. "
+        "At 256 problems and 80 % accuracy one T = 1 sample per problem has a standard error of 2.5 points; "
+        "4096 brings it to 0.6.",
+    )
+    eval_splits: tuple[Literal["validation", "test"], ...] = Field(
+        ("validation", "test"), description="Held-out splits evaluated (see eval_modes)."
+    )
+    eval_modes: tuple[Literal["greedy", "t1"], ...] = Field(
+        ("greedy", "t1"),
+        min_length=1,
+        description="How each held-out problem is answered: greedy decoding and/or one sample at T = 1.",
+    )
+    checkpoint_every: Annotated[int, Field(ge=0)] = Field(
+        10, description="Save a resumable checkpoint every this many steps (and at the end); 0 = only at the end."
+    )
+    max_nonfinite_frac: Probability = Field(
+        0.5,
+        description="Largest share of one step's optimizer updates that may be skipped for a non-finite loss or "
+        "gradient; a step above it ends the run with an error (its metrics logged), since a run whose updates "
+        "are all skipped no longer trains.",
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto picks CUDA when available.")
+    mixed_precision: Literal["no", "bf16", "fp16"] = Field("no", description="accelerate's autocast mode (GPU runs).")
+
+
+@dataclass(frozen=True, config=_STRICT)
+class TrackingConfig:
+    """Where metrics go besides the run directory's plain files."""
+
+    backend: Literal["mlflow", "none"] = Field("mlflow", description="mlflow logs every run; none keeps runs offline.")
+    uri: str | None = Field(
+        None,
+        description=(
+            "MLflow tracking URI; None uses $MLFLOW_TRACKING_URI, else the local database sqlite:///mlflow.db "
+            "(artifacts under ./mlruns)."
+        ),
+    )
+    experiment: str = Field("rl-harness", description="MLflow experiment name.")
+    run_name: str | None = Field(None, description="MLflow run name; None uses the output directory's name.")
+    parent_run: str | None = Field(
+        None,
+        description="Name of a parent run (created on first use) this run is nested under, e.g. an ablation row "
+        "grouping its seeds; None: a top-level run.",
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
+class RLConfig:
+    """The complete RL configuration. Defaults form the base that presets list differences from."""
+
+    advantage: AdvantageConfig = dataclasses.field(default_factory=AdvantageConfig)
+    policy_loss: PolicyLossConfig = dataclasses.field(default_factory=PolicyLossConfig)
+    kl: KLConfig = dataclasses.field(default_factory=KLConfig)
+    reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
+    dynamic_sampling: DynamicSamplingConfig = dataclasses.field(default_factory=DynamicSamplingConfig)
+    critic: CriticConfig = dataclasses.field(default_factory=CriticConfig)
+    rollout: RolloutConfig = dataclasses.field(default_factory=RolloutConfig)
+    optim: OptimConfig = dataclasses.field(default_factory=OptimConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+    run: RunConfig = dataclasses.field(default_factory=RunConfig)
+    tracking: TrackingConfig = dataclasses.field(default_factory=TrackingConfig)
+    seed: int = Field(0, description="Seed of every random number generator in a run.")
+
+    def __post_init__(self) -> None:
+        problems = invariant_violations(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    @property
+    def rollout_batch_size(self) -> int:
+        """B = P * G sequences per rollout batch."""
+        return self.rollout.prompts_per_step * self.rollout.group_size
+
+    @property
+    def mini_batch_size(self) -> int:
+        """Sequences per optimizer update."""
+        return self.rollout_batch_size // self.optim.mini_batches
+
+    @property
+    def updates_per_rollout(self) -> int:
+        """Optimizer updates made with one rollout batch."""
+        return self.optim.mini_batches * self.optim.epochs
+
+    @property
+    def aggregation_constant(self) -> int:
+        """MAX_TOKENS of seq_mean_token_sum_norm, resolved against the generation budget."""
+        return self.policy_loss.aggregation_constant or self.rollout.max_new_tokens
+
+    @property
+    def kl_in_loss(self) -> bool:
+        """Whether β·KL to the reference policy is a term of the policy loss (GRPO)."""
+        return self.kl.coef > 0 and self.kl.placement == "loss"
+
+    @property
+    def kl_in_reward(self) -> bool:
+        """Whether β·KL to the reference policy is subtracted from the per-token reward (classic RLHF PPO)."""
+        return self.kl.coef > 0 and self.kl.placement == "reward"
+
+    @property
+    def reward_is_shaped(self) -> bool:
+        """Whether the reward is more than the verifier's correct/incorrect value."""
+        return self.reward.soft_overlong_buffer is not None or self.kl_in_reward
+
+    @property
+    def soft_overlong_max_length(self) -> int:
+        """L_max of the soft overlong punishment, resolved against the generation budget."""
+        return self.reward.soft_overlong_max_length or self.rollout.max_new_tokens
+
+
+def invariant_violations(cfg: RLConfig) -> list[str]:
+    """Every broken cross-field invariant of ``cfg``, each phrased as how to fix it."""
+    adv, loss, rollout = cfg.advantage, cfg.policy_loss, cfg.rollout
+    problems: list[str] = []
+    if adv.estimator == "gae" and not cfg.critic.enabled:
+        problems.append("advantage.estimator=gae needs a value model: set critic.enabled=true")
+    if cfg.critic.enabled and adv.estimator != "gae":
+        problems.append(
+            f"critic.enabled=true is only used by advantage.estimator=gae (got {adv.estimator}): "
+            "set critic.enabled=false or advantage.estimator=gae"
+        )
+    if cfg.critic.pretrain_steps and not cfg.critic.enabled:
+        problems.append("critic.pretrain_steps > 0 needs critic.enabled=true")
+    if cfg.critic.init == "reward_model" and not (cfg.critic.enabled and cfg.critic.reward_model_steps):
+        problems.append("critic.init=reward_model needs critic.enabled=true and critic.reward_model_steps > 0")
+    if adv.estimator not in GROUP_ESTIMATORS and adv.std_scaling in ("group", "group_batch_whiten"):
+        problems.append(
+            f"advantage.std_scaling={adv.std_scaling} scales each group's rewards, for group estimators "
+            f"{GROUP_ESTIMATORS}; with estimator={adv.estimator} use 'batch', 'batch_whiten' or 'none'"
+        )
+    if adv.estimator not in OUTCOME_ESTIMATORS and adv.std_scaling in ("batch", "batch_normalize"):
+        problems.append(
+            f"advantage.std_scaling={adv.std_scaling} scales one advantage per response, for estimators "
+            f"{OUTCOME_ESTIMATORS}; with estimator={adv.estimator} use 'batch_whiten' or 'none'"
+        )
+    if adv.gpg_alpha != "none" and adv.estimator not in GROUP_ESTIMATORS:
+        problems.append(
+            f"advantage.gpg_alpha rescales group advantages: set advantage.estimator to one of {GROUP_ESTIMATORS}"
+        )
+    if cfg.reward.combine == "normalize_then_sum" and adv.estimator not in GROUP_ESTIMATORS:
+        problems.append(
+            f"reward.combine=normalize_then_sum standardises rewards within groups: set advantage.estimator to one "
+            f"of {GROUP_ESTIMATORS}"
+        )
+    problems.extend(_policy_loss_violations(cfg))
+    problems.extend(_kl_violations(cfg))
+    needs_groups = [
+        name
+        for name, on in (
+            (f"advantage.estimator={adv.estimator}", adv.estimator in GROUP_ESTIMATORS),
+            ("advantage.std_scaling=group", adv.std_scaling == "group"),
+            ("policy_loss.ratio_level=group_expectation", loss.ratio_level == "group_expectation"),
+            ("dynamic_sampling.enabled=true", cfg.dynamic_sampling.enabled),
+            ("reward.combine=normalize_then_sum", cfg.reward.combine == "normalize_then_sum"),
+        )
+        if on
+    ]
+    if needs_groups and rollout.group_size < 2:
+        problems.append(f"{', '.join(needs_groups)} compares responses within a group: set rollout.group_size >= 2")
+    if adv.estimator != "gae" and (adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None):
+        problems.append(
+            "advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae"
+        )
+    if loss.group_expectation_scope != "prompt" and loss.ratio_level != "group_expectation":
+        problems.append(
+            "policy_loss.group_expectation_scope is GEPO's option: set policy_loss.ratio_level=group_expectation"
+        )
+    if cfg.task.min_steps > cfg.task.max_steps:
+        problems.append("task.min_steps must not exceed task.max_steps")
+    if adv.adaptive_lambda_min > adv.adaptive_lambda_max:
+        problems.append("advantage.adaptive_lambda_min must not exceed advantage.adaptive_lambda_max")
+    if cfg.rollout_batch_size % cfg.optim.mini_batches:
+        problems.append(
+            f"optim.mini_batches={cfg.optim.mini_batches} must divide the rollout batch P*G={cfg.rollout_batch_size}"
+        )
+    elif cfg.optim.micro_batch_size and cfg.mini_batch_size % cfg.optim.micro_batch_size:
+        problems.append(
+            f"optim.micro_batch_size={cfg.optim.micro_batch_size} must divide the mini-batch size "
+            f"{cfg.mini_batch_size} (= P*G / optim.mini_batches)"
+        )
+    if cfg.optim.micro_batch_size and cfg.optim.micro_batch_tokens:
+        problems.append(
+            "optim.micro_batch_size and optim.micro_batch_tokens both size the forward/backward passes: set one of them"
+        )
+    if cfg.dynamic_sampling.enabled and cfg.dynamic_sampling.filter_on == "reward" and cfg.reward_is_shaped:
+        problems.append(
+            "dynamic sampling must not filter on a shaped reward (soft overlong punishment or KL in the reward "
+            "makes equally correct groups look informative): set dynamic_sampling.filter_on=correctness"
+        )
+    if cfg.reward.correct <= cfg.reward.incorrect:
+        problems.append("reward.correct must be greater than reward.incorrect")
+    if cfg.reward.soft_overlong_buffer is not None and cfg.reward.soft_overlong_buffer >= cfg.soft_overlong_max_length:
+        problems.append(
+            f"reward.soft_overlong_buffer={cfg.reward.soft_overlong_buffer} must be smaller than "
+            f"L_max={cfg.soft_overlong_max_length} (reward.soft_overlong_max_length or rollout.max_new_tokens)"
+        )
+    return problems
+
+
+def whole_mini_batch_mechanisms(cfg: RLConfig) -> list[str]:
+    """The settings on that select tokens over a whole mini-batch at once, so it must be one forward pass."""
+    loss = cfg.policy_loss
+    return [
+        name
+        for name, on in (
+            (f"policy_loss.objective={loss.objective}", loss.objective in ONE_PASS_MECHANISMS),
+            ("policy_loss.top_entropy_quantile < 1", loss.top_entropy_quantile < 1.0),
+        )
+        if on
+    ]
+
+
+def _policy_loss_violations(cfg: RLConfig) -> list[str]:
+    loss, rollout, optim = cfg.policy_loss, cfg.rollout, cfg.optim
+    problems = []
+    if loss.objective in ("gmpo", "vespo") and loss.ratio_level != "token":
+        problems.append(
+            f"policy_loss.objective={loss.objective} builds its sequence weight from token ratios: set "
+            f"policy_loss.ratio_level=token (got {loss.ratio_level})"
+        )
+    if loss.dual_clip_c is not None and loss.objective not in ("clip", "clip_cov"):
+        problems.append(
+            f"policy_loss.dual_clip_c bounds the clipped surrogate; policy_loss.objective={loss.objective} has none: "
+            "unset policy_loss.dual_clip_c"
+        )
+    sequence_levels = ("sequence", "sequence_sum", "group_expectation")
+    if loss.top_entropy_quantile < 1.0 and loss.ratio_level in sequence_levels:
+        problems.append(
+            f"policy_loss.top_entropy_quantile masks single tokens, which needs a ratio per token; "
+            f"policy_loss.ratio_level={loss.ratio_level} gives every token the whole response's gradient: use "
+            "ratio_level token or sequence_token"
+        )
+    one_pass = whole_mini_batch_mechanisms(cfg)
+    if one_pass and (optim.length_buckets != 1 or optim.micro_batch_size or optim.micro_batch_tokens):
+        problems.append(
+            f"{', '.join(one_pass)} selects tokens over the whole mini-batch, which must be one forward pass: set "
+            "optim.length_buckets=1 and leave optim.micro_batch_size and optim.micro_batch_tokens unset"
+        )
+    if rollout.correction != "none":
+        if rollout.policy_staleness == 0:
+            problems.append(
+                f"rollout.correction={rollout.correction} corrects for a sampler other than the learner: set "
+                "rollout.policy_staleness > 0 (with 0 the weight is always 1)"
+            )
+        if loss.ratio_level == "group_expectation":
+            problems.append(
+                "rollout.correction and policy_loss.ratio_level=group_expectation both correct for the sampler "
+                "(GEPO's ratio is taken to it): use one of them"
+            )
+        if rollout.correction_low is not None and rollout.correction_low >= rollout.correction_high:
+            problems.append("rollout.correction_low must be smaller than rollout.correction_high")
+    if loss.objective == "vespo" and rollout.correction != "none" and rollout.correction_level != "token":
+        problems.append(
+            "policy_loss.objective=vespo folds the correction weights into its sequence weight token by token: "
+            "set rollout.correction_level=token"
+        )
+    return problems
+
+
+def _kl_violations(cfg: RLConfig) -> list[str]:
+    kl = cfg.kl
+    problems = []
+    if kl.controller == "adaptive" and kl.coef == 0:
+        problems.append(
+            "kl.controller=adaptive scales beta from kl.coef, which is 0: set kl.coef > 0 or kl.controller=fixed"
+        )
+    if kl.placement == "reward" and kl.estimator == "full":
+        problems.append(
+            "kl.estimator=full needs the full distributions of the update's forward pass: use kl.placement=loss, "
+            "or a sampled estimator (k1, k2, k3, abs) in the reward"
+        )
+    if kl.placement == "reward" and kl.importance_weighted:
+        problems.append(
+            "kl.importance_weighted weights the KL term of the loss by the policy ratio: set kl.placement=loss"
+        )
+    if kl.estimator == "full" and kl.importance_weighted:
+        problems.append(
+            "kl.estimator=full is exact at every position and needs no importance weight: unset kl.importance_weighted"
+        )
+    return problems
+
+
+def field_docs(section: Any) -> dict[str, str]:
+    """Description of every field of a config dataclass, keyed by field name."""
+    return {name: info.description or "" for name, info in section.__pydantic_fields__.items()}

@@ -1,0 +1,236 @@
+"""The full training loss composed from a config: the one place loss toggles are read.
+
+    L = agg(m·ℓ_pg) + β·agg([r·]KL_ref)  − c_H·agg_H(H) + μ·L_NLL(correct)  [+ L_value with a critic]
+
+ℓ_pg is the configured policy objective (PPO's clipped surrogate by default) at the configured ratio
+level; m the product of the loss multipliers that are on (rollout-correction weights, the
+high-entropy token mask, the off-policy sequence mask); ``agg`` the configured aggregation with
+mini-batch-wide denominators; the KL term is present only when placed in the loss, weighted by the
+ratio r under ``kl.importance_weighted``; the value loss is a token mean of ½(V − R)² over all
+response tokens. Overlong filtering removes truncated responses from the policy terms (the critic
+still learns from them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from algos.config.schema import RLConfig
+from algos.core.aggregation import Normalizer, aggregate
+from algos.core.filters import overlong_filter_mask
+from algos.core.kl import kl_estimate
+from algos.core.lm_loss import positive_example_nll
+from algos.core.masked import masked_mean
+from algos.core.objectives import policy_objective
+from algos.core.ratios import importance_ratio
+from algos.core.token_masks import correction_weights, high_entropy_mask, off_policy_sequence_mask
+from algos.core.value import value_loss
+
+
+@dataclass(frozen=True)
+class LossInputs:
+    """One micro-batch. Shapes: (B, T) per token, (B,) per sequence.
+
+    logprobs: log π_θ of the sampled tokens, with gradient. old_logprobs: log π_old (sampling).
+    advantages: per-token advantages. mask: 1 on real response tokens. truncated, correct: (B,) bool.
+    ref_logprobs: log π_ref, needed when the KL term is in the loss. entropy: per-token entropy of
+    π_θ, needed for an entropy bonus or the high-entropy mask (logged when given). group_expectation:
+    (B,) GEPO's Ê_q[q]. values (with gradient), old_values, returns: critic tensors, needed with a
+    critic. sampler_logprobs: log-probabilities of a stale sampler under rollout correction.
+    full_kl: exact per-token KL to π_ref (with gradient), needed for ``kl.estimator=full``.
+    token_draws: the random stream of objectives that draw tokens (Clip-Cov).
+    """
+
+    logprobs: torch.Tensor
+    old_logprobs: torch.Tensor
+    advantages: torch.Tensor
+    mask: torch.Tensor
+    truncated: torch.Tensor
+    correct: torch.Tensor
+    ref_logprobs: torch.Tensor | None = None
+    entropy: torch.Tensor | None = None
+    group_expectation: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    old_values: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+    sampler_logprobs: torch.Tensor | None = None
+    full_kl: torch.Tensor | None = None
+    token_draws: torch.Generator | None = None
+
+
+@dataclass(frozen=True)
+class Denominators:
+    """Counts of a whole mini-batch, shared by all its micro-batches."""
+
+    policy: Normalizer
+    value_tokens: float
+    positive_tokens: float
+
+
+@dataclass(frozen=True)
+class LossOutput:
+    """Scalar losses (``total`` is what to backpropagate) and detached diagnostics.
+
+    metrics: means over the micro-batch. token_values: detached per-token values (1-D) whose
+    statistics are taken once over a whole step (:func:`algos.trainer.update.token_statistics`): the
+    importance weight of every loss token, the sampling probability of every up-clipped token.
+    """
+
+    total: torch.Tensor
+    policy: torch.Tensor
+    value: torch.Tensor | None
+    metrics: dict[str, float]
+    token_values: dict[str, torch.Tensor]
+
+
+def _kl_to_reference(cfg: RLConfig, batch: LossInputs) -> torch.Tensor:
+    """Per-token KL of the loss (B, T): the exact one for ``kl.estimator=full``, else the sampled estimate."""
+    if cfg.kl.estimator == "full":
+        if batch.full_kl is None:
+            raise ValueError("kl.estimator=full needs the exact per-token KL from the update's forward pass")
+        return batch.full_kl if cfg.kl.clamp is None else batch.full_kl.clamp(-cfg.kl.clamp, cfg.kl.clamp)
+    if batch.ref_logprobs is None:
+        raise ValueError("kl.placement=loss with kl.coef > 0 needs reference log-probabilities")
+    return kl_estimate(batch.logprobs, batch.ref_logprobs, cfg.kl.estimator, cfg.kl.clamp)
+
+
+def policy_mask(cfg: RLConfig, mask: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
+    """The policy-loss mask (B, T): the response mask, minus truncated responses under overlong filtering."""
+    if cfg.reward.overlong_filter:
+        return mask * overlong_filter_mask(truncated).unsqueeze(-1)
+    return mask
+
+
+def mini_batch_denominators(
+    cfg: RLConfig, mask: torch.Tensor, truncated: torch.Tensor, correct: torch.Tensor
+) -> Denominators:
+    """Denominators of a whole mini-batch: mask (B, T), truncated and correct (B,)."""
+    loss_mask = policy_mask(cfg, mask, truncated)
+    return Denominators(
+        policy=Normalizer.from_mask(
+            loss_mask, cfg.aggregation_constant, count_empty=cfg.policy_loss.seq_mean_denominator == "all"
+        ),
+        value_tokens=float(mask.sum()),
+        positive_tokens=float((loss_mask * correct.unsqueeze(-1)).sum()),
+    )
+
+
+def loss_multipliers(cfg: RLConfig, batch: LossInputs, loss_mask: torch.Tensor) -> torch.Tensor | None:
+    """Product of the per-token multipliers of the policy loss that are on (B, T), detached; None if none is.
+
+    Rollout-correction weights (not for VESPO, which folds them into its own weight), the
+    high-entropy token mask and the off-policy sequence mask.
+    """
+    pl = cfg.policy_loss
+    factors = []
+    if _corrects(cfg, batch) and pl.objective != "vespo":
+        factors.append(_correction(cfg, batch, loss_mask))
+    if pl.top_entropy_quantile < 1.0:
+        if batch.entropy is None:
+            raise ValueError("policy_loss.top_entropy_quantile < 1 needs per-token entropies")
+        factors.append(high_entropy_mask(batch.entropy, loss_mask, pl.top_entropy_quantile))
+    if pl.off_policy_mask_threshold is not None:
+        sampler = batch.sampler_logprobs if batch.sampler_logprobs is not None else batch.old_logprobs
+        factors.append(
+            off_policy_sequence_mask(batch.logprobs, sampler, batch.advantages, loss_mask, pl.off_policy_mask_threshold)
+        )
+    if not factors:
+        return None
+    product = factors[0]
+    for factor in factors[1:]:
+        product = product * factor
+    return product
+
+
+def _corrects(cfg: RLConfig, batch: LossInputs) -> bool:
+    """Whether the rollout-correction weights apply: a correction is configured and the sampler's log-probs given."""
+    return cfg.rollout.correction != "none" and batch.sampler_logprobs is not None
+
+
+def _correction(cfg: RLConfig, batch: LossInputs, loss_mask: torch.Tensor) -> torch.Tensor:
+    rollout = cfg.rollout
+    return correction_weights(
+        batch.old_logprobs,
+        batch.sampler_logprobs,
+        loss_mask,
+        rollout.correction,
+        rollout.correction_level,
+        rollout.correction_low,
+        rollout.correction_high,
+    )
+
+
+def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -> LossOutput:
+    """Loss of one micro-batch; summing it over a mini-batch's micro-batches gives the mini-batch loss."""
+    pl = cfg.policy_loss
+    loss_mask = policy_mask(cfg, batch.mask, batch.truncated)
+    ratio = importance_ratio(pl.ratio_level, batch.logprobs, batch.old_logprobs, loss_mask, batch.group_expectation)
+    vespo_correction = _correction(cfg, batch, loss_mask) if _corrects(cfg, batch) and pl.objective == "vespo" else None
+    per_token, stats = policy_objective(
+        pl, batch.logprobs, batch.old_logprobs, ratio, batch.advantages, loss_mask, batch.token_draws, vespo_correction
+    )
+    multipliers = loss_multipliers(cfg, batch, loss_mask)
+    if multipliers is not None:
+        per_token = per_token * multipliers
+    pg_loss = aggregate(per_token, loss_mask, pl.aggregation, denominators.policy)
+    policy = pg_loss
+    metrics = {
+        "actor/pg_loss": pg_loss.item(),
+        "actor/clip_frac_low": stats.clip_frac_low.item(),
+        "actor/clip_frac_high": stats.clip_frac_high.item(),
+        "actor/dual_clip_frac": stats.dual_clip_frac.item(),
+        "actor/approx_kl_old": masked_mean(
+            kl_estimate(batch.logprobs.detach(), batch.old_logprobs, "k3"), batch.mask
+        ).item(),
+    }
+    if multipliers is not None:
+        metrics["actor/loss_multiplier_mean"] = masked_mean(multipliers, loss_mask).item()
+
+    if batch.ref_logprobs is not None:
+        metrics["actor/kl_ref"] = masked_mean(
+            kl_estimate(batch.logprobs.detach(), batch.ref_logprobs, "k3"), batch.mask
+        ).item()
+    if cfg.kl_in_loss:
+        kl = _kl_to_reference(cfg, batch)
+        if cfg.kl.importance_weighted:
+            kl = kl * ratio
+        kl_loss = aggregate(kl, loss_mask, pl.aggregation, denominators.policy)
+        policy = policy + cfg.kl.coef * kl_loss
+        metrics["actor/kl_loss"] = kl_loss.item()
+
+    if batch.entropy is not None:
+        metrics["actor/entropy"] = masked_mean(batch.entropy.detach(), batch.mask).item()
+    if pl.entropy_coef > 0:
+        if batch.entropy is None:
+            raise ValueError("policy_loss.entropy_coef > 0 needs per-token entropies")
+        mode = pl.aggregation if pl.entropy_aggregation == "policy" else "token_mean"
+        entropy_term = aggregate(batch.entropy, loss_mask, mode, denominators.policy)
+        policy = policy - pl.entropy_coef * entropy_term
+
+    if pl.pos_lm_coef > 0:
+        nll = positive_example_nll(batch.logprobs, loss_mask, batch.correct, denominators.positive_tokens)
+        policy = policy + pl.pos_lm_coef * nll
+        metrics["actor/pos_lm_loss"] = nll.item()
+
+    value = None
+    if cfg.critic.enabled:
+        if batch.values is None or batch.old_values is None or batch.returns is None:
+            raise ValueError("a critic needs values, old_values and returns in the loss inputs")
+        per_token_value, value_clip_frac = value_loss(
+            batch.values, batch.old_values, batch.returns, batch.mask, cfg.critic.value_clip
+        )
+        value = aggregate(per_token_value, batch.mask, "token_mean", Normalizer(denominators.value_tokens, 1.0))
+        metrics["critic/value_loss"] = value.item()
+        metrics["critic/value_clip_frac"] = value_clip_frac.item()
+
+    total = policy if value is None else policy + value
+    metrics["actor/policy_loss"] = policy.item()
+    real = loss_mask > 0
+    up_clipped = real & stats.up_clipped
+    token_values = {
+        "actor/ratio": ratio.detach()[real],
+        "actor/clip_high_prob": batch.old_logprobs[up_clipped].exp(),
+    }
+    return LossOutput(total=total, policy=policy, value=value, metrics=metrics, token_values=token_values)

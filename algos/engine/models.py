@@ -1,0 +1,110 @@
+"""Loading policies, critics and tokenizers: one code path for the built-in base and hub models.
+
+A model is named by a hub id (``Qwen/Qwen2.5-Math-1.5B``) or a local directory written by
+``save_pretrained``; both go through the ``Auto*`` classes, so switching from the built-in base to a
+real model is a configuration change only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from algos.config.schema import ModelConfig
+
+BUILT_IN_BASE = ModelConfig().name_or_path
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class ModelNotFoundError(FileNotFoundError):
+    """The configured model is neither a local directory nor loadable from the hub."""
+
+
+def _checked_source(cfg: ModelConfig) -> str:
+    source = cfg.name_or_path
+    looks_local = source == BUILT_IN_BASE or source.startswith((".", "/", "~")) or Path(source).exists()
+    if looks_local and not (Path(source).expanduser() / "config.json").is_file():
+        raise ModelNotFoundError(
+            f"model.name_or_path='{source}' has no model (no config.json there): build the built-in base with "
+            f"`python -m algos.trainer.sft --out {source}` (or `snakemake base_model`), or set model.name_or_path "
+            "to a hub id or another saved model"
+        )
+    return str(Path(source).expanduser()) if looks_local else source
+
+
+def load_tokenizer(cfg: ModelConfig) -> PreTrainedTokenizerBase:
+    """The model's tokenizer, left-padding for batched generation, with a pad token."""
+    tokenizer = AutoTokenizer.from_pretrained(_checked_source(cfg), padding_side="left")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_policy(cfg: ModelConfig) -> PreTrainedModel:
+    """The causal LM to train (or to freeze as the reference policy), with ``gradient_checkpointing`` applied."""
+    return _with_checkpointing(cfg, AutoModelForCausalLM.from_pretrained(_checked_source(cfg), dtype=DTYPES[cfg.dtype]))
+
+
+def load_critic(cfg: ModelConfig, head_seed: int = 0) -> PreTrainedModel:
+    """A value model: the policy's backbone with a fresh scalar head per token, no dropout.
+
+    ``model(...).logits[..., 0]`` is V(s_t) at every position (PPO and VAPO initialise the critic
+    from a pretrained model and learn the head). The fresh head is drawn with the CPU generator
+    seeded by ``head_seed`` (the global RNG state is restored afterwards), so the same run seed
+    always starts from the same critic.
+    """
+    source = _checked_source(cfg)
+    config = AutoConfig.from_pretrained(source, num_labels=1)
+    config.classifier_dropout = 0.0  # read by every *ForTokenClassification head; absent from some configs
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(head_seed)
+        critic = AutoModelForTokenClassification.from_pretrained(source, config=config, dtype=DTYPES[cfg.dtype])
+    return _with_checkpointing(cfg, critic)
+
+
+def _with_checkpointing(cfg: ModelConfig, model: PreTrainedModel) -> PreTrainedModel:
+    """``model`` recomputing its layers' activations in training-mode backward passes when the config asks.
+
+    Non-reentrant checkpointing replays the forward pass with the same random state, so dropout and
+    the gradients are unchanged; generation and scoring run in eval mode and are unaffected.
+    """
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model
+
+
+def uses_chat_template(cfg: ModelConfig, tokenizer: PreTrainedTokenizerBase) -> bool:
+    """Whether prompts are wrapped in the tokenizer's chat template."""
+    has_template = getattr(tokenizer, "chat_template", None) is not None
+    if cfg.chat_template == "always" and not has_template:
+        raise ValueError(
+            f"model.chat_template=always but the tokenizer of '{cfg.name_or_path}' has no chat template; "
+            "set model.chat_template=auto or never"
+        )
+    return cfg.chat_template == "always" or (cfg.chat_template == "auto" and has_template)
+
+
+def encode_prompts(
+    tokenizer: PreTrainedTokenizerBase, prompts: list[str], chat: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded prompt ids and attention mask, both (N, T_prompt).
+
+    With ``chat`` each prompt becomes one user turn followed by the assistant's generation prompt.
+    """
+    if chat:
+        prompts = [
+            tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+            for p in prompts
+        ]
+    encoded = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=not chat)
+    return encoded["input_ids"], encoded["attention_mask"]

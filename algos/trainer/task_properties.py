@@ -1,0 +1,157 @@
+"""What a task gives the RL components to act on, measured on a model's own samples (G per problem).
+
+Each property says whether a component can have an effect at all, before any training:
+
+- free length: correct responses to one problem differ in length (token- vs sequence-level losses,
+  Dr. GRPO's length bias, length shaping);
+- a long wrong failure mode: looping responses, mostly wrong or cut off (token-level loss, overlong
+  shaping);
+- a difficulty spread: groups that are all right or all wrong (dynamic sampling, std scaling), and
+  a hard band of problems solved only now and then (room to learn);
+- truncation on solvable problems: cut-off responses to problems the model solves in another sample
+  (overlong filtering, soft overlong punishment);
+- long responses: γλ-discounting over the longest correct responses (decoupled and length-adaptive GAE);
+- room to improve: accuracy at T = 1.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from algos.core.repetition import tandem_repeats
+from algos.engine.generation import generate
+from algos.engine.models import encode_prompts
+from eval.tasks.records import Problem, Verifier
+
+HARD_BAND = (0.05, 0.15)
+"""Pass rates of the hard band: solved now and then, so that a group of 8 sometimes has a success."""
+GAE_LAMBDA = 0.95
+"""PPO's fixed λ, whose λ^l over the longest correct responses says how far GAE's signal reaches."""
+
+
+@dataclass(frozen=True)
+class SampledGroups:
+    """G samples of each problem, row i·G + j being sample j of problem i: every tensor is (N·G,)."""
+
+    problems: Sequence[Problem]
+    group_size: int
+    lengths: torch.Tensor
+    correct: torch.Tensor
+    truncated: torch.Tensor
+    repetitive: torch.Tensor
+
+    def grouped(self, values: torch.Tensor) -> torch.Tensor:
+        """(N·G,) -> (N, G)."""
+        return values.view(-1, self.group_size)
+
+
+@torch.no_grad()
+def sample_groups(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    problems: Sequence[Problem],
+    verifier: Verifier,
+    group_size: int,
+    max_new_tokens: int,
+    seed: int = 0,
+    prompts_per_batch: int = 32,
+) -> SampledGroups:
+    """Sample ``group_size`` responses to each problem at T = 1 within ``max_new_tokens`` and grade them."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    generator = torch.Generator(device).manual_seed(seed)
+    parts: dict[str, list[torch.Tensor]] = defaultdict(list)
+    for start in range(0, len(problems), prompts_per_batch):
+        chunk = problems[start : start + prompts_per_batch]
+        prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat=False)
+        result = generate(
+            model,
+            prompt_ids.repeat_interleave(group_size, dim=0).to(device),
+            prompt_mask.repeat_interleave(group_size, dim=0).to(device),
+            max_new_tokens,
+            tokenizer.eos_token_id,
+            tokenizer.pad_token_id,
+            generator=generator,
+        )
+        texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
+        answers = [p.answer for p in chunk for _ in range(group_size)]
+        parts["lengths"].append(result.lengths)
+        parts["correct"].append(torch.tensor([verifier(t, a) for t, a in zip(texts, answers, strict=True)]))
+        parts["truncated"].append(result.truncated)
+        parts["repetitive"].append(tandem_repeats(result.response_ids, result.response_mask))
+    model.train(was_training)
+    return SampledGroups(problems, group_size, **{key: torch.cat(values).cpu() for key, values in parts.items()})
+
+
+def task_properties(samples: SampledGroups, difficulty: str) -> dict[str, float | int | dict]:
+    """The six properties (see the module docstring) of ``samples``; ``difficulty``: the metadata key of levels."""
+    correct, lengths = samples.grouped(samples.correct), samples.grouped(samples.lengths)
+    solved = correct.any(dim=1, keepdim=True)  # (N, 1)
+    right_per_group = correct.sum(dim=1)
+    correct_length_stds = [
+        statistics.stdev(row[ok].tolist()) for row, ok in zip(lengths, correct, strict=True) if int(ok.sum()) >= 2
+    ]
+    correct_lengths = samples.lengths[samples.correct]
+    longest = int(correct_lengths.max()) if correct_lengths.numel() else 0
+    repetitive = samples.repetitive
+    rates_by_level: dict[int, list[float]] = defaultdict(list)
+    for problem, right in zip(samples.problems, right_per_group.tolist(), strict=True):
+        rates_by_level[int(problem.metadata[difficulty])].append(right / samples.group_size)
+    pass_rate = {level: sum(rates) / len(rates) for level, rates in sorted(rates_by_level.items())}
+    band = [level for level, rate in pass_rate.items() if HARD_BAND[0] <= rate <= HARD_BAND[1]]
+    return {
+        "problems": len(samples.problems),
+        "group_size": samples.group_size,
+        "accuracy_t1": samples.correct.float().mean().item(),
+        "correct_length_std_median": statistics.median(correct_length_stds) if correct_length_stds else 0.0,
+        "groups_with_two_correct": len(correct_length_stds),
+        "repetitive_frac": repetitive.float().mean().item(),
+        "repetitive_wrong_or_truncated_frac": (
+            (~samples.correct | samples.truncated)[repetitive].float().mean().item() if repetitive.any() else 0.0
+        ),
+        "zero_variance_groups_frac": ((right_per_group == 0) | (right_per_group == samples.group_size))
+        .float()
+        .mean()
+        .item(),
+        "all_wrong_groups_frac": (right_per_group == 0).float().mean().item(),
+        "pass_rate_by_difficulty": {f"{difficulty}={level}": rate for level, rate in pass_rate.items()},
+        "hard_band_levels": band,
+        "hard_band_problems_frac": sum(len(rates_by_level[level]) for level in band) / len(samples.problems),
+        "truncated_frac": samples.truncated.float().mean().item(),
+        "truncated_on_solvable_frac": (samples.grouped(samples.truncated) & solved).float().mean().item(),
+        "longest_correct_tokens": longest,
+        "correct_tokens_p90": float(correct_lengths.float().quantile(0.9)) if correct_lengths.numel() else 0.0,
+        "gae_lambda_power_longest_correct": GAE_LAMBDA**longest,
+    }
+
+
+TARGETS: dict[str, tuple[float | None, float | None, str]] = {
+    "correct_length_std_median": (3.0, None, "free length: median within-group length std of correct responses"),
+    "repetitive_frac": (0.03, 0.10, "a long wrong failure mode: share of looping responses"),
+    "repetitive_wrong_or_truncated_frac": (0.5, None, "loops mostly end wrong or cut off"),
+    "zero_variance_groups_frac": (0.30, 0.50, "difficulty spread: share of all-right or all-wrong groups"),
+    "hard_band_problems_frac": (
+        0.05,
+        None,
+        "a hard band: share of problems at difficulty levels solved 5-15 % of the time",
+    ),
+    "truncated_on_solvable_frac": (0.05, 0.15, "truncation on solvable problems: share of samples"),
+    "longest_correct_tokens": (80.0, None, "long responses: the longest correct response (tokens)"),
+    "gae_lambda_power_longest_correct": (None, 0.02, "0.95^l over the longest correct response"),
+    "accuracy_t1": (0.20, 0.50, "room to improve: accuracy at T = 1"),
+}
+"""What the built-in default task aims for at its base model (bounds inclusive, None: open), so that every
+component has something to act on; the base recipe was tuned on these quantities alone."""
+
+
+def within_target(key: str, value: float) -> bool:
+    """Whether a measured property lies within its :data:`TARGETS` bounds."""
+    low, high, _ = TARGETS[key]
+    return (low is None or value >= low) and (high is None or value <= high)

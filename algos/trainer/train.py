@@ -1,0 +1,543 @@
+"""Train a policy with any preset: the one driver every algorithm runs through.
+
+Each step:
+  1. sample P prompts x G responses from π_old (the current policy, or the one k updates old
+     under ``rollout.policy_staleness``), grade them with the verifier, shape the reward;
+  2. under dynamic sampling, keep informative groups and sample more until P (or the round cap);
+  3. score the batch: log π_old, log π_ref (only with KL), values (only with a critic), advantages;
+  4. E epochs x M mini-batch updates of the composed loss (``algos.core.loss``);
+  5. log metrics (MLflow and ``metrics.jsonl``), evaluate held-out accuracy every few steps,
+     checkpoint.
+A critic is first fitted alone on rollouts of the initial policy: as an outcome reward model with
+``critic.init=reward_model``, then to Monte-Carlo returns for ``critic.pretrain_steps`` (VAPO's value
+pretraining); those phases' metrics go to ``critic_metrics.jsonl``, and the critic RL starts from is
+measured at step 0. The actor's learning rate warms up linearly over ``optim.lr_warmup_steps``.
+Everything random is seeded per (seed, step, purpose), so a run is deterministic on CPU and a killed
+run resumed from its checkpoint ends exactly where an uninterrupted one does.
+
+Under ``accelerate launch`` (DDP; FSDP2 on accelerators) the processes share each step's sampling,
+scoring and update as :mod:`algos.engine.distributed` describes, so the run equals one process's on the same
+global batch; only the main process writes files, tracks and checkpoints.
+
+Python: ``train(load_config("dapo"), "runs/dapo")``; pass ``problems`` / ``eval_problems`` /
+``verifier`` to train on your own data. Command line:
+``python -m algos.trainer.train --preset dapo --out runs/dapo run.steps=80 seed=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import logging
+import resource
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import DistributedDataParallelKwargs
+from tqdm import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from algos.config.guardrails import warn_about
+from algos.config.presets import ConfigError, config_to_dict, flatten, load_config
+from algos.config.schema import RLConfig, whole_mini_batch_mechanisms
+from algos.core.advantages import discounted_returns
+from algos.core.kl_control import adapted_coef, measured_kl, with_coef
+from algos.core.rewards import token_rewards
+from algos.engine.accuracy import accuracy
+from algos.engine.checkpoint import Checkpoint, latest_checkpoint, save_checkpoint
+from algos.engine.distributed import Processes, full_optimizer_state, load_full_optimizer_state
+from algos.engine.models import ModelNotFoundError, load_critic, load_policy, load_tokenizer, uses_chat_template
+from algos.engine.provenance import environment, run_tags
+from algos.engine.seeding import derive_seed
+from algos.trainer import run_files
+from algos.trainer.resume import ON_CONFIG_CHANGE, OnConfigChange, checkpoint_to_resume
+from algos.trainer.reward_model import fit_reward_model
+from algos.trainer.rollout import collect_rollout
+from algos.trainer.tracking import NullTracker, Tracker, make_tracker
+from algos.trainer.update import Learner, update, warmup_factor
+from eval.tasks.records import Problem, Verifier
+from eval.tasks.sources import TaskData, builtin_task, problem_list_task
+
+log = logging.getLogger(__name__)
+
+
+class NonFiniteTrainingError(RuntimeError):
+    """A step skipped more of its updates for non-finite values than ``run.max_nonfinite_frac`` allows."""
+
+
+class StopTraining(Exception):
+    """Raised by an ``on_evaluation`` callback to end a run early (a pruned sweep trial)."""
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Final metrics (held-out accuracies of the final policy and of the base) and where the policy is saved."""
+
+    metrics: dict[str, float]
+    checkpoint: Path
+    out: Path
+
+
+def _task_data(
+    cfg: RLConfig,
+    problems: Sequence[Problem] | None,
+    eval_problems: Mapping[str, Sequence[Problem]] | None,
+    verifier: Verifier | None,
+) -> TaskData:
+    if problems is None:
+        return builtin_task(cfg.task, cfg.run.eval_splits, cfg.run.eval_problems, cfg.run.final_eval_problems)
+    if verifier is None:
+        raise ValueError("training on your own problems needs a verifier(response, answer) -> bool")
+    return problem_list_task(problems, eval_problems or {}, verifier)
+
+
+def _accelerator(cfg: RLConfig) -> Accelerator:
+    if cfg.run.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("run.device=cuda but no CUDA device is visible; set run.device=cpu or auto")
+    use_cpu = cfg.run.device == "cpu" or not torch.cuda.is_available()
+    # Buffers (rotary tables) never change, and a pass may run the model once or twice: no broadcast per forward.
+    ddp = DistributedDataParallelKwargs(broadcast_buffers=False)
+    accelerator = Accelerator(cpu=use_cpu, mixed_precision=cfg.run.mixed_precision, kwargs_handlers=[ddp])
+    single_pass = whole_mini_batch_mechanisms(cfg)
+    if accelerator.num_processes > 1 and single_pass:
+        raise ValueError(
+            f"{', '.join(single_pass)} selects tokens over the whole mini-batch in one forward pass, which "
+            f"{accelerator.num_processes} processes cannot split: run it in one process"
+        )
+    if accelerator.is_fsdp2 and cfg.rollout.policy_staleness:
+        raise ValueError(
+            "rollout.policy_staleness keeps whole copies of past weights, which FSDP shards: use DDP "
+            "(experiments/accelerate/ddp.yaml) or set rollout.policy_staleness=0"
+        )
+    return accelerator
+
+
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+_STATUS = Path("/proc/self/status")
+
+
+def reset_peak_memory(device: torch.device) -> None:
+    """Start measuring this process's peak memory afresh (CUDA: allocated; Linux CPU: resident set)."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    elif _CLEAR_REFS.exists():
+        _CLEAR_REFS.write_text("5")  # resets the resident-set high-water mark VmHWM
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """Peak memory since :func:`reset_peak_memory`, in MiB; on CPUs without that reset, the process's lifetime peak."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    if _CLEAR_REFS.exists() and _STATUS.exists():
+        for line in _STATUS.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def evaluate(
+    cfg: RLConfig,
+    policy: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    task: TaskData,
+    chat: bool,
+    step: int,
+    processes: Processes | None = None,
+) -> dict[str, float]:
+    """Held-out accuracy per evaluation split and mode (greedy, one sample at T = 1); the final sets at the last step.
+
+    ``processes`` split the problems of a multi-process run; every process returns the same accuracies.
+    """
+    device = next(policy.parameters()).device
+    metrics = {}
+    for split, problems in task.held_out(final=step == cfg.run.steps).items():
+        if not problems:
+            continue
+        common = {"max_new_tokens": cfg.rollout.max_new_tokens, "chat": chat, "processes": processes}
+        if "greedy" in cfg.run.eval_modes:
+            metrics[f"eval/{split}/accuracy_greedy"] = accuracy(
+                policy, tokenizer, problems, task.verifier, greedy=True, **common
+            )
+        if "t1" in cfg.run.eval_modes:
+            generator = torch.Generator(device).manual_seed(derive_seed(cfg.seed, "eval", step, split))
+            metrics[f"eval/{split}/accuracy_t1"] = accuracy(
+                policy, tokenizer, problems, task.verifier, greedy=False, temperature=1.0, generator=generator, **common
+            )
+    return metrics
+
+
+class _StalePolicy:
+    """Serves the policy as it was ``k`` optimizer updates ago (GEPO's heterogeneous setting).
+
+    Keeps the last k + 1 weight snapshots; the oldest is the sampling policy. With k = 0 the
+    current policy samples and nothing is copied.
+    """
+
+    def __init__(self, policy: PreTrainedModel, staleness: int, snapshots: list | None = None):
+        self.policy, self.staleness = policy, staleness
+        self.sampler = copy.deepcopy(policy) if staleness else policy
+        self.snapshots: deque = deque(snapshots or [self._snapshot()], maxlen=staleness + 1) if staleness else deque()
+
+    def _snapshot(self) -> dict[str, torch.Tensor]:
+        return {name: tensor.detach().clone() for name, tensor in self.policy.state_dict().items()}
+
+    def record_update(self) -> None:
+        if self.staleness:
+            self.snapshots.append(self._snapshot())
+
+    def current_sampler(self) -> PreTrainedModel:
+        if self.staleness:
+            self.sampler.load_state_dict(self.snapshots[0])
+        return self.sampler
+
+
+def _prepare_critic(
+    cfg: RLConfig,
+    learner: Learner,
+    accelerator: Accelerator,
+    tokenizer: PreTrainedTokenizerBase,
+    task: TaskData,
+    chat: bool,
+    log_phase: Callable[[int, dict[str, float]], None],
+    processes: Processes,
+) -> None:
+    """The critic before RL: fitted as a reward model (``critic.init=reward_model``), then value-pretrained.
+
+    Both phases learn from rollouts of the initial policy. Value pretraining (VAPO) makes
+    critic-only updates towards Monte-Carlo returns. Every phase step's metrics go to ``log_phase``:
+    ``reward_model/…`` and ``value_pretraining/…`` (the critic before that step's update, and its loss).
+    """
+    policy, critic = accelerator.unwrap_model(learner.policy), accelerator.unwrap_model(learner.critic)
+    if cfg.critic.init == "reward_model":
+        for index in range(cfg.critic.reward_model_steps):
+            seed = derive_seed(cfg.seed, "reward-model", index)
+            batch = collect_rollout(cfg, seed, policy, tokenizer, task, chat, critic=critic, processes=processes)
+            if batch.size:  # every process fits the whole batch: the same gradient, averaged
+                log_phase(index, fit_reward_model(cfg, learner.critic, learner.critic_optimizer, accelerator, batch))
+    for index in range(cfg.critic.pretrain_steps):
+        seed = derive_seed(cfg.seed, "pretrain", index)
+        batch = collect_rollout(cfg, seed, policy, tokenizer, task, chat, critic=critic, processes=processes)
+        if batch.size == 0:
+            continue
+        mask = batch.sequences.response_mask.float()
+        rewards = token_rewards(cfg, batch.scores, mask, batch.old_logprobs, batch.ref_logprobs)
+        targets = discounted_returns(rewards, mask, cfg.advantage.gamma)
+        metrics = {
+            **batch.metrics,
+            **update(
+                cfg,
+                dataclasses.replace(batch, returns=targets),
+                learner,
+                accelerator,
+                seed,
+                critic_only=True,
+                processes=processes,
+            ),
+        }
+        log_phase(
+            index,
+            {
+                key.replace("critic/", "value_pretraining/"): v
+                for key, v in metrics.items()
+                if key.startswith("critic/")
+            },
+        )
+
+
+def _critic_probe(
+    cfg: RLConfig,
+    models: tuple[PreTrainedModel, PreTrainedModel],
+    tokenizer: PreTrainedTokenizerBase,
+    task: TaskData,
+    chat: bool,
+    processes: Processes,
+) -> dict[str, float]:
+    """The critic RL starts from (``models``: policy, critic), measured on a fresh rollout of the initial policy."""
+    policy, critic = models
+    batch = collect_rollout(
+        cfg, derive_seed(cfg.seed, "critic-probe"), policy, tokenizer, task, chat, critic=critic, processes=processes
+    )
+    return {key: value for key, value in batch.metrics.items() if key.startswith("critic/")}
+
+
+def train(
+    config: RLConfig,
+    out: str | Path,
+    problems: Sequence[Problem] | None = None,
+    eval_problems: Mapping[str, Sequence[Problem]] | None = None,
+    verifier: Verifier | None = None,
+    tracker: Tracker | None = None,
+    preset: str | None = None,
+    on_evaluation: Callable[[int, Mapping[str, float]], None] | None = None,
+    on_config_change: OnConfigChange = "fail",
+) -> TrainResult:
+    """Train ``config`` into ``out`` (resuming from its checkpoint if there is one).
+
+    problems, eval_problems, verifier: your own training problems, held-out sets (split name ->
+    problems) and verifier(response, answer) -> bool; default: the built-in task. tracker:
+    overrides ``config.tracking`` (e.g. a NullTracker in tests). on_evaluation(step, metrics) is
+    called after every held-out evaluation of a training step; raising :class:`StopTraining` there
+    ends the run early (the tracker run is marked KILLED and the exception propagates).
+    A checkpoint in ``out`` left by a different config (tracking aside) raises
+    :class:`algos.trainer.resume.ConfigChangedError` naming the keys that differ; with
+    ``on_config_change="restart"`` it is discarded with the run's files and the run starts afresh.
+    """
+    cfg, out = config, Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output directory {out} is a file; pass a directory (new or holding a run) as --out")
+    task = _task_data(cfg, problems, eval_problems, verifier)
+    warnings = warn_about(cfg, task.longest_response_tokens)
+    accelerator = _accelerator(cfg)
+    processes = Processes(accelerator)
+    resumed = _checkpoint_to_resume(out, cfg, on_config_change, accelerator)
+    state = resumed.state() if resumed else {}
+    main = processes.is_main
+    source = dataclasses.replace(cfg.model, name_or_path=str(resumed.policy)) if resumed else cfg.model
+
+    tokenizer = load_tokenizer(cfg.model)
+    chat = uses_chat_template(cfg.model, tokenizer)
+    policy = load_policy(source)
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    policy, optimizer = accelerator.prepare(policy, optimizer)
+    learner = Learner(policy, optimizer)
+    if cfg.critic.enabled:
+        critic_source = dataclasses.replace(cfg.model, name_or_path=str(resumed.critic)) if resumed else cfg.model
+        critic = load_critic(critic_source, derive_seed(cfg.seed, "critic-head"))
+        critic_optimizer = torch.optim.AdamW(critic.parameters(), lr=cfg.critic.lr, weight_decay=cfg.optim.weight_decay)
+        learner.critic, learner.critic_optimizer = accelerator.prepare(critic, critic_optimizer)
+    reference = None
+    if cfg.kl.coef > 0:
+        reference = load_policy(cfg.model).eval().requires_grad_(False)
+        reference = accelerator.prepare_model(reference, evaluation_mode=True)
+        learner.reference = reference
+    kl_coef = state.get("kl_coef", cfg.kl.coef)
+    # Sampling, scoring and evaluation run the bare models (no DDP wrapper: they take no gradient).
+    bare_policy = accelerator.unwrap_model(policy)
+    bare_critic = accelerator.unwrap_model(learner.critic) if learner.critic is not None else None
+    stale = _StalePolicy(bare_policy, cfg.rollout.policy_staleness, state.get("snapshots"))
+    if resumed:
+        load_full_optimizer_state(accelerator, policy, optimizer, state["optimizer"])
+        if learner.critic_optimizer is not None:
+            load_full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer, state["critic_optimizer"])
+        if main:
+            run_files.truncate_metrics(out, state["step"])
+
+    if main:
+        out.mkdir(parents=True, exist_ok=True)  # only once the models load, so a bad model path leaves nothing behind
+    tags = {**run_tags(cfg, preset, accelerator.device), "processes": str(processes.count)}
+    if not main:
+        tracker = NullTracker()
+    elif tracker is None:
+        tracker = make_tracker(cfg.tracking, cfg.tracking.run_name or out.name, tags, state.get("tracker_run_id"))
+    if not resumed and main:
+        run_files.write_config(out, config_to_dict(cfg))
+        run_files.write_json(
+            out / run_files.RUN_FILE,
+            {**tags, "warnings": warnings, "tracker_run_id": tracker.run_id, "environment": environment()},
+        )
+        tracker.log_params(flatten(config_to_dict(cfg)))
+        tracker.log_artifact(out / run_files.CONFIG_FILE)
+
+    def checkpoint(step: int, train_seconds: float, samples_generated: int) -> Checkpoint:
+        state = {
+            "step": step,
+            "optimizer": full_optimizer_state(accelerator, policy, optimizer),
+            "critic_optimizer": (
+                full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer)
+                if learner.critic_optimizer
+                else None
+            ),
+            "snapshots": list(stale.snapshots),
+            "train_seconds": train_seconds,
+            "samples_generated": samples_generated,
+            "kl_coef": kl_coef,
+            "tracker_run_id": tracker.run_id,
+        }
+        # Every process takes part in gathering the state (FSDP holds shards); the main process writes it.
+        weights = None
+        if accelerator.is_fsdp2:
+            critic_weights = accelerator.get_state_dict(learner.critic) if learner.critic is not None else None
+            weights = (accelerator.get_state_dict(policy), critic_weights)
+        saved = save_checkpoint(out, bare_policy, tokenizer, bare_critic, state, weights) if main else None
+        accelerator.wait_for_everyone()
+        return saved or latest_checkpoint(out)
+
+    def log_step(step: int, metrics: dict[str, float]) -> None:
+        if main:
+            run_files.append_metrics(out, step, metrics)
+        tracker.log_metrics(metrics, step)
+
+    def log_critic_phase(index: int, metrics: dict[str, float]) -> None:
+        if main:
+            run_files.append_metrics(out, index, metrics, run_files.CRITIC_METRICS_FILE)
+        tracker.log_metrics(metrics, index)
+
+    train_seconds = state.get("train_seconds", 0.0)
+    samples_generated = state.get("samples_generated", 0)
+    if not resumed:
+        if main:
+            run_files.clear(out, run_files.CRITIC_METRICS_FILE)  # left by an attempt killed before its first checkpoint
+        initial = {}
+        if learner.critic is not None:
+            _prepare_critic(cfg, learner, accelerator, tokenizer, task, chat, log_critic_phase, processes)
+            initial = _critic_probe(cfg, (bare_policy, bare_critic), tokenizer, task, chat, processes)
+        log_step(0, {**initial, **evaluate(cfg, bare_policy, tokenizer, task, chat, 0, processes)})
+        latest = checkpoint(0, train_seconds, samples_generated)
+    else:
+        latest = resumed
+
+    start = state.get("step", 0) + 1
+    with _progress(cfg.run.steps, start, main) as progress:
+        for step in range(start, cfg.run.steps + 1):
+            step_started = time.perf_counter()
+            reset_peak_memory(accelerator.device)
+            step_seed = derive_seed(cfg.seed, "step", step)
+            for group in optimizer.param_groups:
+                group["lr"] = cfg.optim.lr * warmup_factor(step, cfg.optim.lr_warmup_steps)
+            step_cfg = with_coef(cfg, kl_coef) if cfg.kl.controller == "adaptive" else cfg
+            batch = collect_rollout(
+                step_cfg,
+                step_seed,
+                stale.current_sampler(),
+                tokenizer,
+                task,
+                chat,
+                reference,
+                bare_critic,
+                bare_policy,
+                processes,
+            )
+            update_started = time.perf_counter()
+            samples_generated += int(batch.metrics["rollout/samples_generated"])
+            metrics = {**batch.metrics, "rollout/samples_generated_total": float(samples_generated)}
+            metrics.update(
+                update(step_cfg, batch, learner, accelerator, step_seed, stale.record_update, processes=processes)
+            )
+            if cfg.kl.controller == "adaptive" and batch.size:
+                mask = batch.sequences.response_mask.float()
+                kl_now = measured_kl(cfg, batch.old_logprobs, batch.ref_logprobs, mask)
+                metrics.update({"actor/kl_coef": kl_coef, "rollout/kl_ref": kl_now})
+                kl_coef = adapted_coef(kl_coef, kl_now, cfg.kl.target, cfg.kl.horizon, batch.size)
+            update_seconds = time.perf_counter() - update_started
+            trained_tokens = batch.sequences.tokens * cfg.optim.epochs
+            train_seconds += time.perf_counter() - step_started
+            metrics.update(
+                {
+                    "perf/train_tokens_per_s": trained_tokens / max(update_seconds, 1e-9),
+                    "perf/step_seconds": time.perf_counter() - step_started,
+                    "perf/train_seconds_total": train_seconds,
+                    "perf/peak_memory_mb": processes.maximum(peak_memory_mb(accelerator.device)),
+                }
+            )
+            if step == cfg.run.steps or (cfg.run.eval_every and step % cfg.run.eval_every == 0):
+                metrics.update(evaluate(cfg, bare_policy, tokenizer, task, chat, step, processes))
+            log_step(step, metrics)
+            if metrics["actor/nonfinite_skipped_frac"] > cfg.run.max_nonfinite_frac:
+                tracker.finish("FAILED")
+                raise NonFiniteTrainingError(
+                    f"step {step} skipped {metrics['actor/nonfinite_skipped']:.0f} of its updates "
+                    f"({metrics['actor/nonfinite_skipped_frac']:.0%}) for a non-finite loss or gradient, more "
+                    f"than run.max_nonfinite_frac={cfg.run.max_nonfinite_frac}; its metrics are in "
+                    f"{out / run_files.METRICS_FILE}"
+                )
+            if step == cfg.run.steps or (cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0):
+                latest = checkpoint(step, train_seconds, samples_generated)
+            if on_evaluation is not None and any(key.startswith("eval/") for key in metrics):
+                try:
+                    on_evaluation(step, metrics)
+                except StopTraining:
+                    tracker.finish("KILLED")
+                    raise
+            progress.update(1)
+            progress.set_postfix(
+                acc=f"{metrics['rollout/accuracy']:.2f}", len=f"{metrics['rollout/response_length_mean']:.0f}"
+            )
+
+    final = _final_metrics(out, latest)
+    if main:
+        run_files.write_json(out / run_files.FINAL_FILE, final)
+        for name in (run_files.FINAL_FILE, run_files.METRICS_FILE, run_files.CRITIC_METRICS_FILE):
+            if (out / name).is_file():
+                tracker.log_artifact(out / name)
+    tracker.finish("FINISHED")
+    accelerator.wait_for_everyone()
+    return TrainResult(metrics=final, checkpoint=latest.policy, out=out)
+
+
+def _checkpoint_to_resume(
+    out: Path, cfg: RLConfig, on_config_change: OnConfigChange, accelerator: Accelerator
+) -> Checkpoint | None:
+    """:func:`checkpoint_to_resume`, decided by the main process first (it may discard the run), then by the others.
+
+    A config mismatch that fails the main process fails the others the same way, after it.
+    """
+    if accelerator.is_main_process:
+        try:
+            return checkpoint_to_resume(out, cfg, on_config_change)
+        finally:
+            accelerator.wait_for_everyone()
+    accelerator.wait_for_everyone()
+    return checkpoint_to_resume(out, cfg, on_config_change)
+
+
+def _progress(total: int, start: int, shown: bool) -> tqdm:
+    return tqdm(total=total, initial=start - 1, desc="RL steps", unit="step", disable=not shown)
+
+
+def _final_metrics(out: Path, latest: Checkpoint) -> dict:
+    """Final and base (step 0) evaluation, the run's mean throughput and its checkpoint path."""
+    rows = run_files.read_metrics(out)
+    base = {f"base/{k}": v for k, v in rows[0].items() if k.startswith("eval/")}
+    final = {k: v for k, v in rows[-1].items() if k.startswith("eval/")}
+    training = [row for row in rows if row["step"] > 0]
+    summary = {
+        "steps": rows[-1]["step"],
+        "checkpoint": str(latest.policy),
+        **base,
+        **final,
+    }
+    if training:
+        summary["perf/train_seconds_total"] = training[-1]["perf/train_seconds_total"]
+        summary["perf/peak_memory_mb"] = max(row["perf/peak_memory_mb"] for row in training)
+        for key in ("perf/gen_tokens_per_s", "perf/train_tokens_per_s"):
+            summary[key] = sum(row[key] for row in training) / len(training)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m algos.trainer.train", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", help="algorithm preset (python -m algos.config.presets --list)")
+    parser.add_argument("--config", action="append", default=[], help="YAML file of overrides (repeatable)")
+    parser.add_argument(
+        "--out", required=True, type=Path, help="run directory (resumed if it holds a checkpoint of the same config)"
+    )
+    parser.add_argument(
+        "--on-config-change",
+        choices=ON_CONFIG_CHANGE,
+        default="fail",
+        help="when --out holds a run of a different config: fail naming the keys that differ (default), "
+        "or restart: discard that run and train from scratch",
+    )
+    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. run.steps=80 seed=1")
+    args = parser.parse_args(argv)
+    logging.basicConfig(format="%(levelname)s: %(message)s", level=logging.INFO)
+    try:
+        cfg = load_config(args.preset, args.config, args.overrides)
+        result = train(cfg, args.out, preset=args.preset, on_config_change=args.on_config_change)
+    except (ConfigError, ModelNotFoundError, ValueError, NonFiniteTrainingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result.metrics, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

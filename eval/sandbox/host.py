@@ -1,0 +1,632 @@
+"""Run untrusted Python in a sandbox and judge it from outside.
+
+The program (say, a HumanEval prompt plus a model's completion) is loaded in a fresh sandbox; the
+grader's own test code runs here, in the grader, and calls the program's functions through
+:class:`Sandbox`: arguments go in and return values come back as plain data
+(:mod:`eval.sandbox.plain_data`), and the test compares them with the built-in ``==``. Pass or fail is
+decided here, so nothing the program does inside its sandbox (exiting early, writing tokens,
+walking frames, returning an object that equals everything) can make a test pass that its return
+values fail. The program side is :mod:`eval.sandbox.sandbox_worker`.
+
+Isolation (:func:`detect_isolation`), strongest available:
+
+- ``bubblewrap`` (the ``bwrap`` command, from the distribution's ``bubblewrap`` package): new PID,
+  network, IPC and UTS namespaces and a private mount namespace holding only /usr, the interpreter
+  and its standard library read-only, the two worker files, a fresh /proc and /dev, and a private
+  size-capped /tmp as the working directory; everything else is read-only. The sandbox's init
+  (:func:`sandbox_worker.main`) reaps orphans and ends with the program; the kernel then kills every
+  process left in the PID namespace, daemons that called setsid or double-forked included. No
+  network interface and no host socket is reachable, Unix sockets included. A seccomp filter
+  (:mod:`eval.sandbox.seccomp`) refuses the kernel keyrings, shared memory outside RLIMIT_AS, fallocate,
+  ptrace, new namespaces and mounts. Under a root grader the program runs as uid and gid 65534
+  with no capabilities, and a cgroup caps memory and processes for the whole tree; under a
+  non-root grader it runs as that user inside its own user namespace, whose process limit
+  (RLIMIT_NPROC) then counts only the sandbox's processes, and memory is capped per process (the
+  kernel's own memory for files created in /tmp is then bounded only by the deadline).
+- ``process``, the fallback when bubblewrap is missing or cannot run here
+  (:mod:`eval.sandbox.process_sandbox`): resource limits, a network namespace where allowed, ``nobody``
+  under root, and a Python-level guard that a determined program can get around. Grading a
+  training run's code with it needs an explicit opt-in (:func:`require_strong_isolation`).
+
+Both also apply per-process limits (address space, CPU seconds, file size, open files, no core
+dumps), start from an empty environment, and kill the whole tree when the grader is done or the
+deadline passes. Linux only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import platform
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from eval.sandbox import cgroup, plain_data, seccomp
+
+STATUSES = ("passed", "failed", "timeout", "crashed", "error")
+"""passed: the grader's test ran to its end. failed: it raised (a failed assertion, a wrong value
+the test could not handle, a call into the program that raised or returned something that is not
+plain data, a program that did not load or that exited). timeout: over the wall-clock or CPU
+limit. crashed: the program was killed by a signal (the cgroup's out-of-memory kill included).
+error: the sandbox could not run, or the tests themselves do not compile."""
+ISOLATIONS = ("bubblewrap", "process")
+UNPRIVILEGED_ID = 65534
+"""uid and gid the program runs as under a root grader: ``nobody`` and ``nogroup`` on Linux."""
+WORKER_DIR = Path(__file__).resolve().parent
+WORKER_FILES = ("sandbox_worker.py", "plain_data.py")
+"""The program side, bound read-only into the sandbox at /sandbox."""
+TEARDOWN_S = 5.0
+"""How long the grader waits for a killed sandbox to be gone."""
+MAX_DETAIL_CHARS = 8000
+"""Longest detail a result keeps: the program writes much of it."""
+EXIT_GRACE_S = 1.0
+"""How long past the deadline the grader waits for a sandbox that closed its channel to exit; the
+fallback's supervisor kills its worker at the deadline and then needs a moment."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxLimits:
+    """What one sandbox may use.
+
+    timeout_s: wall-clock seconds for the whole session: start-up, loading the program and every
+        call. CPU time is capped at ``ceil(timeout_s) + 1`` seconds per process as a second line.
+    memory_mb: address space per process (RLIMIT_AS: allocating beyond it raises MemoryError) and,
+        with a cgroup, memory for the whole tree (beyond it the kernel kills: status "crashed").
+    max_processes: processes and threads: for the whole tree with a cgroup or a user namespace,
+        otherwise counted per user (RLIMIT_NPROC).
+    max_file_bytes: largest file the program may write (RLIMIT_FSIZE), its stderr included; under
+        bubblewrap also the size of its whole /tmp.
+    max_open_files: RLIMIT_NOFILE.
+    max_reply_bytes: largest reply the grader reads; a bigger one fails the call.
+    stderr_tail_bytes: how much of the end of the program's stderr a result keeps for diagnostics.
+    """
+
+    timeout_s: float = 10.0
+    memory_mb: int = 1024
+    max_processes: int = 32
+    max_file_bytes: int = 16 * 2**20
+    max_open_files: int = 64
+    max_reply_bytes: int = 2**20
+    stderr_tail_bytes: int = 4096
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be positive, got {self.timeout_s}")
+        if self.memory_mb < 64:
+            raise ValueError(
+                f"memory_mb must be at least 64 (the interpreter alone needs about 30), got {self.memory_mb}"
+            )
+        if self.max_open_files < 16:
+            raise ValueError(f"max_open_files must be at least 16 (the sandbox holds a few), got {self.max_open_files}")
+        for name in ("max_processes", "max_file_bytes", "max_reply_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.stderr_tail_bytes < 0:
+            raise ValueError(f"stderr_tail_bytes must be non-negative, got {self.stderr_tail_bytes}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Isolation:
+    """How sandboxes are isolated on this machine.
+
+    kind: one of ISOLATIONS. description: what holds, in one line, for protocol files.
+    cgroups: whether a cgroup caps each sandbox's tree.
+    """
+
+    kind: str
+    description: str
+    cgroups: bool = False
+
+    @property
+    def strong(self) -> bool:
+        """Whether the OS, not a Python guard, keeps the program in."""
+        return self.kind == "bubblewrap"
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxResult:
+    """status: one of STATUSES. detail: why it did not pass, and the end of the program's stderr."""
+
+    status: str
+    detail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be started."""
+
+
+class ProgramFailed(Exception):
+    """The program did not load, a call raised or returned something that is not plain data, or it exited."""
+
+
+class ProgramTimedOut(Exception):
+    """The session ran past its deadline."""
+
+
+class ProgramCrashed(Exception):
+    """The program was killed by a signal."""
+
+
+class WeakIsolationError(RuntimeError):
+    """Only the fallback sandbox is available and the caller did not accept it."""
+
+
+@functools.cache
+def detect_isolation() -> Isolation:
+    """The strongest isolation that works here: bubblewrap when ``bwrap`` is installed and starts a
+    sandbox (tried once per process), else the fallback, with the reason."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return _fallback("bubblewrap is not installed (the `bwrap` command; Debian/Ubuntu package `bubblewrap`)")
+    cgroups = os.geteuid() == 0 and cgroup.unavailable_reason() is None
+    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
+    caps = (
+        "a cgroup caps memory and processes for the whole tree"
+        if cgroups
+        else "memory capped per process (RLIMIT_AS), processes per user namespace (RLIMIT_NPROC)"
+    )
+    user = (
+        f"uid {UNPRIVILEGED_ID} without capabilities" if os.geteuid() == 0 else "the grader's user in a user namespace"
+    )
+    candidate = Isolation(
+        "bubblewrap",
+        f"{version or 'bubblewrap'}: PID, network, IPC, UTS and mount namespaces, read-only interpreter, "
+        f"private /tmp, {_seccomp_state()}, {user}; {caps}",
+        cgroups,
+    )
+    probe = _probe(candidate)
+    return candidate if probe is None else _fallback(f"bubblewrap cannot start a sandbox here: {probe}")
+
+
+def _seccomp_state() -> str:
+    return "seccomp filter" if seccomp.filter_for_this_machine() else f"no seccomp filter on {platform.machine()}"
+
+
+def _fallback(reason: str) -> Isolation:
+    warnings.warn(f"code sandboxes fall back to process isolation: {reason}", stacklevel=3)
+    return Isolation(
+        "process",
+        f"fallback process sandbox (resource limits, network namespace where allowed, Python guard): {reason}",
+    )
+
+
+def _probe(isolation: Isolation) -> str | None:
+    """None when a sandbox under ``isolation`` loads a program and answers a call, else what went wrong."""
+    try:
+        with Sandbox("def ping():\n    return 'pong'\n", SandboxLimits(timeout_s=30.0), isolation) as sandbox:
+            answer = sandbox.call("ping")
+    except (SandboxError, ProgramFailed, ProgramTimedOut, ProgramCrashed) as error:
+        return f"{type(error).__name__}: {error}"
+    return None if answer == "pong" else f"the probe answered {answer!r}"
+
+
+def require_strong_isolation(allow_fallback: bool) -> Isolation:
+    """The isolation for grading a training run's code: refuses the fallback unless ``allow_fallback``."""
+    isolation = detect_isolation()
+    if not isolation.strong and not allow_fallback:
+        raise WeakIsolationError(
+            f"refusing to run a training run's generated code without OS isolation: {isolation.description}. "
+            "Install bubblewrap, or pass allow_weak_sandbox=True to accept the fallback sandbox."
+        )
+    return isolation
+
+
+def judge(
+    program: str,
+    test: Callable[[Sandbox], None],
+    limits: SandboxLimits = SandboxLimits(),
+    isolation: Isolation | None = None,
+) -> SandboxResult:
+    """Load ``program`` in a fresh sandbox and run ``test(sandbox)`` here: passed when the test returns.
+
+    Never raises: the status says what happened (STATUSES), the detail why.
+    """
+    status, detail = _judged(program, test, limits, isolation)
+    return SandboxResult(status, _printable(detail, MAX_DETAIL_CHARS))
+
+
+def _judged(
+    program: str, test: Callable[[Sandbox], None], limits: SandboxLimits, isolation: Isolation | None
+) -> tuple[str, str]:
+    try:
+        with Sandbox(program, limits, isolation) as sandbox:
+            try:
+                test(sandbox)
+            except (ProgramFailed, ProgramTimedOut, ProgramCrashed):
+                raise
+            except Exception as error:  # a failed assertion, or a wrong value the test could not handle
+                return "failed", f"the test raised {type(error).__name__}: {error}\n{sandbox.stderr_tail()}"
+        return "passed", ""
+    except ProgramFailed as error:
+        return "failed", str(error)
+    except ProgramTimedOut as error:
+        return "timeout", str(error)
+    except ProgramCrashed as error:
+        return "crashed", str(error)
+    except Exception as error:  # graders run on arbitrary model output: a failure to run is a result
+        return "error", f"{type(error).__name__}: {error}"
+
+
+def _printable(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, every control character but newline and tab (terminal escapes)
+    and every character UTF-8 cannot encode (lone surrogates) replaced by U+FFFD."""
+    return "".join(c if c.isprintable() or c in "\n\t" else "\ufffd" for c in text[:limit])
+
+
+class Sandbox:
+    """``program`` loaded in a fresh sandbox, answering calls until closed. Use as a context manager.
+
+    Raises ProgramFailed when the program does not load, SandboxError when no sandbox starts.
+    """
+
+    def __init__(
+        self, program: str, limits: SandboxLimits = SandboxLimits(), isolation: Isolation | None = None
+    ) -> None:
+        if not isinstance(program, str):
+            raise TypeError(f"the program must be text, got {type(program).__name__}")
+        self.limits = limits
+        self.isolation = isolation or detect_isolation()
+        self.deadline = time.monotonic() + limits.timeout_s  # CLOCK_MONOTONIC is system-wide: the fallback shares it
+        self._stderr: BinaryIO = tempfile.TemporaryFile()
+        self._workdir: str | None = None
+        self._cgroup: cgroup.Cgroup | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._init: int | None = None
+        try:
+            self._process = self._start()
+            reply = self._exchange({"program": program}, "loading the program")
+        except BaseException:
+            self.close()
+            raise
+        if not reply.get("loaded"):
+            error = reply.get("error", f"unexpected reply {str(reply)[:80]}")
+            self.close()
+            raise ProgramFailed(f"the program did not load: {error}\n{self.stderr_tail()}")
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """``name(*args, **kwargs)`` in the program; the value it returned, decoded as plain data here.
+
+        Raises ProgramFailed when the call raised, returned something that is not plain data, or
+        ended the program; ProgramTimedOut past the deadline; ProgramCrashed when a signal killed it.
+        """
+        request = {"call": name, "args": plain_data.encode(list(args)), "kwargs": plain_data.encode(kwargs)}
+        reply = self._exchange(request, f"calling {name}")
+        if "raised" in reply:
+            raised = reply["raised"]
+            raise ProgramFailed(f"{name} raised {raised[:1000] if isinstance(raised, str) else '(unreadable)'}")
+        try:
+            return plain_data.decode(reply.get("value"))
+        except plain_data.NotPlainData as error:
+            raise ProgramFailed(f"{name} returned a value that is not plain data: {error}") from None
+
+    def function(self, name: str) -> Callable[..., Any]:
+        """A local stand-in for the program's function ``name``."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self.call(name, *args, **kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    def stderr_tail(self) -> str:
+        """The end of the program's stderr (diagnostics only: the program writes it)."""
+        try:
+            end = self._stderr.seek(0, os.SEEK_END)
+            self._stderr.seek(max(0, end - self.limits.stderr_tail_bytes))
+            return self._stderr.read(self.limits.stderr_tail_bytes).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def close(self) -> None:
+        """Kill the sandbox's whole process tree, wait until it is gone, and remove what it used.
+
+        Under bubblewrap, killing the sandbox's init (its PID namespace's process 1) makes the kernel
+        kill everything in the namespace, and bubblewrap, its parent, then reaps it and exits: killing
+        bubblewrap first would orphan the init to a system init that may never reap it. The fallback's
+        supervisor cleans up after its worker once the closed pipes end it, and is killed if it overruns.
+        """
+        process, self._process = self._process, None
+        if process is not None:
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    pipe.close()
+            if self._init is not None:
+                _kill_pidfd(self._init)
+                patience = TEARDOWN_S
+            else:
+                patience = max(0.0, self.deadline - time.monotonic()) + EXIT_GRACE_S
+            try:
+                process.wait(timeout=patience)
+            except subprocess.TimeoutExpired:
+                _kill_group(process.pid)
+            if self._cgroup is not None:
+                self._cgroup.kill(TEARDOWN_S)
+            process.wait()
+        if self._init is not None:
+            os.close(self._init)
+            self._init = None
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    # Starting.
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self.isolation.kind == "bubblewrap":
+            command, cwd = self._bubblewrap_command(), "/"
+        else:
+            command, cwd = self._process_command(), self._make_workdir()
+        if self.isolation.cgroups:
+            self._cgroup = cgroup.Cgroup.create(self.limits.memory_mb * 2**20, self.limits.max_processes)
+        passed: list[int] = []
+        info_read = None
+        if self.isolation.kind == "bubblewrap":
+            info_read, info_write = os.pipe()
+            passed.append(info_write)
+            command = [command[0], "--info-fd", str(info_write), *command[1:]]
+            rules = seccomp.filter_for_this_machine()
+            if rules is not None:
+                passed.append(os.memfd_create("sandbox-seccomp"))
+                os.write(passed[-1], rules)
+                os.lseek(passed[-1], 0, os.SEEK_SET)
+                command = [command[0], "--seccomp", str(passed[-1]), *command[1:]]
+        if self._cgroup is not None:
+            command = _joining(self._cgroup.procs_files, command)
+        # Its own open file description: flags the program sets on its stderr (O_DIRECT, say) stay off the grader's.
+        stderr = os.open(f"/proc/self/fd/{self._stderr.fileno()}", os.O_WRONLY | os.O_APPEND)
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                cwd=cwd,
+                env={"PATH": os.defpath, "LANG": "C.UTF-8"},
+                start_new_session=True,
+                pass_fds=passed,
+            )
+        except OSError as error:
+            raise SandboxError(f"could not start the sandbox: {error}") from error
+        finally:
+            for fd in (stderr, *passed):
+                os.close(fd)
+        if info_read is not None:
+            self._process = process  # so that a failure here still tears it down
+            self._init = self._sandbox_init(info_read)
+        return process
+
+    def _sandbox_init(self, info: int) -> int:
+        """A pidfd of the sandbox's init, from the JSON bubblewrap writes on ``info`` once it is set up."""
+        try:
+            data = b""
+            while chunk := self._read_by_deadline(info, "starting the sandbox"):
+                data += chunk
+        finally:
+            os.close(info)
+        try:
+            return os.pidfd_open(json.loads(data)["child-pid"])
+        except (ValueError, KeyError, TypeError, OSError) as error:
+            raise SandboxError(f"bubblewrap did not start the sandbox ({error}): {self.stderr_tail()}") from None
+
+    def _worker_limits(self, cap_processes: bool) -> str:
+        return json.dumps({**dataclasses.asdict(self.limits), "cap_processes": cap_processes})
+
+    def _bubblewrap_command(self) -> list[str]:
+        root = os.geteuid() == 0
+        # The base interpreter: a virtual environment's may be a copy that needs the environment's pyvenv.cfg.
+        interpreter = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+        command = [
+            shutil.which("bwrap") or "bwrap",
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
+        ]  # fmt: skip
+        if root:  # no user namespace (it would map the program to root outside); the worker drops to nobody itself
+            command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            command += ["--unshare-user", "--disable-userns"]
+        command += _read_only_system()
+        for directory in _interpreter_directories(interpreter):
+            command += [*_open_ancestors(directory), "--ro-bind", directory, directory]
+        command += ["--perms", "0755", "--dir", "/sandbox"]
+        for name in WORKER_FILES:
+            command += ["--ro-bind", str(WORKER_DIR / name), f"/sandbox/{name}"]
+        tmp_bytes = str(self.limits.max_file_bytes)
+        command += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", tmp_bytes, "--tmpfs", "/tmp"]
+        # Everything but the capped /tmp read-only: as a user, bubblewrap's own tmpfs root and /dev are the program's to fill.
+        command += ["--remount-ro", "/dev", "--remount-ro", "/"]
+        command += ["--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
+        worker = ["-S", "-E", "-s", "-B", "/sandbox/sandbox_worker.py"]
+        # Without a cgroup, RLIMIT_NPROC caps the tree: as root only roughly (it counts every `nobody`
+        # process), as a user exactly (it counts per user namespace).
+        cap_processes = not self.isolation.cgroups
+        return [
+            *command,
+            interpreter,
+            *worker,
+            self._worker_limits(cap_processes),
+            str(UNPRIVILEGED_ID if root else -1),
+        ]
+
+    def _make_workdir(self) -> str:
+        self._workdir = tempfile.mkdtemp(prefix="sandbox-")
+        if os.geteuid() == 0:
+            os.chown(self._workdir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+        return self._workdir
+
+    def _process_command(self) -> list[str]:
+        script = str(WORKER_DIR / "process_sandbox.py")
+        return [sys.executable, "-S", "-E", "-s", "-B", script, repr(self.deadline), self._worker_limits(True)]
+
+    # Talking.
+
+    def _exchange(self, request: dict[str, Any], doing: str) -> dict[str, Any]:
+        """Send ``request``, wait for the reply until the deadline, and return it."""
+        if self._process is None:
+            raise ProgramFailed(f"the sandbox is closed ({doing})")
+        try:
+            self._send(plain_data.frame(request), doing)
+            header = self._receive(plain_data.HEADER.size, doing)
+            (size,) = plain_data.HEADER.unpack(header)
+            if size > self.limits.max_reply_bytes:
+                raise ProgramFailed(f"reply of {size} bytes while {doing}, over max_reply_bytes")
+            reply = json.loads(self._receive(size, doing))
+        except (ValueError, UnicodeDecodeError, RecursionError) as error:
+            raise ProgramFailed(f"unreadable reply while {doing}: {type(error).__name__}") from None
+        if not isinstance(reply, dict):
+            raise ProgramFailed(f"unreadable reply while {doing}")
+        return reply
+
+    def _send(self, data: bytes, doing: str) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        fd = self._process.stdin.fileno()
+        os.set_blocking(fd, False)
+        view = memoryview(data)
+        while view:
+            self._wait(fd, select.POLLOUT, doing)
+            try:
+                written = os.write(fd, view)
+            except BrokenPipeError:
+                raise self._ended(doing) from None
+            except BlockingIOError:  # the program filled the pipe through a second write end of its own
+                continue
+            view = view[written:]
+
+    def _receive(self, size: int, doing: str) -> bytes:
+        assert self._process is not None and self._process.stdout is not None
+        fd = self._process.stdout.fileno()
+        chunks, missing = [], size
+        while missing:
+            chunk = self._read_by_deadline(fd, doing, missing)
+            if not chunk:
+                raise self._ended(doing)
+            chunks.append(chunk)
+            missing -= len(chunk)
+        return b"".join(chunks)
+
+    def _read_by_deadline(self, fd: int, doing: str, most: int = 2**20) -> bytes:
+        """Up to ``most`` bytes from ``fd`` once it has some (b"" at its end); ProgramTimedOut at the deadline.
+
+        The read does not block: the program can open the pipe's read end a second time (through
+        /proc) and take the bytes that made it readable before this read.
+        """
+        os.set_blocking(fd, False)
+        while True:
+            self._wait(fd, select.POLLIN, doing)
+            try:
+                return os.read(fd, min(most, 2**20))
+            except BlockingIOError:
+                continue
+
+    def _wait(self, fd: int, event: int, doing: str) -> None:
+        poller = select.poll()
+        poller.register(fd, event)
+        while True:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise ProgramTimedOut(f"over {self.limits.timeout_s:g} s while {doing}\n{self.stderr_tail()}")
+            if poller.poll(remaining * 1000):
+                return
+
+    def _ended(self, doing: str) -> Exception:
+        """What it means that the program's side closed while ``doing``: why it ended, as an exception."""
+        assert self._process is not None
+        try:
+            code = self._process.wait(timeout=max(0.0, self.deadline - time.monotonic()) + EXIT_GRACE_S)
+        except subprocess.TimeoutExpired:  # it closed its channel but went on running
+            return ProgramTimedOut(f"over {self.limits.timeout_s:g} s while {doing}\n{self.stderr_tail()}")
+        # The fallback reports a signal as a negative status, the bubblewrap sandbox's init as 128 + N.
+        signal_number = -code if code < 0 else code - 128 if 128 < code <= 128 + signal.SIGRTMAX else 0
+        tail = self.stderr_tail()
+        if signal_number in (signal.SIGXCPU, signal.SIGALRM):
+            return ProgramTimedOut(f"out of CPU time while {doing}\n{tail}")
+        if signal_number:
+            memory = " (the memory cap was hit)" if self._cgroup is not None and self._cgroup.out_of_memory() else ""
+            return ProgramCrashed(f"killed by {_signal_name(signal_number)}{memory} while {doing}\n{tail}")
+        return ProgramFailed(f"the program exited with status {code} while {doing}\n{tail}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal
+        return f"signal {number}"
+
+
+def _kill_pidfd(pidfd: int) -> None:
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _joining(procs_files: tuple[str, ...], command: list[str]) -> list[str]:
+    """``command`` run by a shell that first moves itself into the cgroups, so that nothing it starts escapes them."""
+    moves = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(procs_files) + 1))
+    return ["/bin/sh", "-c", f'{moves} && shift {len(procs_files)} && exec "$@"', "sh", *procs_files, *command]
+
+
+def _read_only_system() -> list[str]:
+    """/usr read-only, and the top-level library and binary directories as they are here (links or binds)."""
+    arguments = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
+        if os.path.islink(top):
+            arguments += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            arguments += ["--ro-bind", top, top]
+    return arguments
+
+
+def _interpreter_directories(interpreter: str) -> list[str]:
+    """The directories outside /usr that the interpreter needs: its prefix (standard library, shared
+    library) and its own directory."""
+    needed = {os.path.realpath(sys.base_prefix), os.path.dirname(interpreter)}
+    return sorted(
+        directory
+        for directory in needed
+        if not _below(directory, "/usr") and not any(_below(directory, other) for other in needed - {directory})
+    )
+
+
+def _below(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _open_ancestors(directory: str) -> list[str]:
+    """Arguments creating ``directory``'s ancestors as 0755 directories: bubblewrap would otherwise copy
+    their modes (say, root's 0700 home) and the unprivileged program could not reach the interpreter."""
+    arguments: list[str] = []
+    ancestors = Path(directory).parents
+    for ancestor in reversed(ancestors[:-1]):  # from the top, without "/"
+        arguments += ["--perms", "0755", "--dir", str(ancestor)]
+    return arguments

@@ -1,0 +1,57 @@
+"""The benchmark command: equal-work bookkeeping by hand, and one real (tiny) run beside TRL."""
+
+import json
+
+import pytest
+
+from algos.campaign.bench import SideResult, compare, main
+from tests.peers import import_peer
+
+
+def side(name, steps, generation, length):
+    return SideResult(name, steps, generation, [length] * len(steps), completions=4)
+
+
+def test_the_comparison_reports_the_median_ratio_and_voids_unequal_work():
+    harness = side("harness", [0.2, 0.4, 0.3], [0.1, 0.1, 0.1], 10.0)
+    trl = side("trl", [0.9, 0.6, 0.8], [0.3, 0.3, 0.3], 10.5)
+    report = compare(harness, trl, length_tolerance=0.1)
+    assert report["ratio_harness_over_trl"] == pytest.approx(0.3 / 0.8, abs=1e-3)
+    assert report["comparable"] and report["completion_length_gap"] == pytest.approx(0.5 / 10.5, abs=1e-3)
+    assert report["harness"]["generation_tokens_per_s"] == pytest.approx(120 / 0.3, abs=0.1)
+    assert report["harness"]["training_tokens_per_s"] == pytest.approx(120 / 0.6, abs=0.1)
+    assert not compare(harness, side("trl", [0.8], [0.3], 13.0), length_tolerance=0.1)["comparable"]
+    assert set(compare(harness, None, 0.1)) == {"harness"}
+
+
+def test_a_tiny_run_times_both_sides_on_the_same_workload(tiny_base, tmp_path):
+    import_peer("trl")
+    out = tmp_path / "report.json"
+    args = ["--model", str(tiny_base), "--prompts", "2", "--group", "2", "--max-new-tokens", "8", "--repeats", "2"]
+    code = main([*args, "--threads", "1", "--length-tolerance", "10", "--json", str(out)])
+    report = json.loads(out.read_text())
+    assert code == 0 and report["comparable"]
+    for name in ("harness", "trl"):
+        assert 0 < report[name]["min_step_s"] <= report[name]["median_step_s"] <= report[name]["max_step_s"]
+        assert 0 < report[name]["mean_completion_length"] <= 8
+    # The step times are printed to 4 decimals and the ratio (of the unrounded times) to 3.
+    harness_step, trl_step, half_unit = report["harness"]["median_step_s"], report["trl"]["median_step_s"], 5e-5
+    lowest, highest = (harness_step - half_unit) / (trl_step + half_unit), (harness_step + half_unit) / (trl_step - half_unit)
+    assert lowest - 5e-4 <= report["ratio_harness_over_trl"] <= highest + 5e-4
+    assert report["workload"]["repeats"] == 2 and report["peak_rss_mb"] > 0
+
+
+def test_scaling_times_every_group_size_and_budget_and_draws_them(monkeypatch, tmp_path):
+    from algos.campaign import bench
+
+    def fake_harness(work):
+        seconds = 0.01 * work.group + 0.001 * work.max_new_tokens
+        return side("harness", [seconds] * 3, [seconds / 2] * 3, min(work.max_new_tokens, 30) / 2)
+
+    monkeypatch.setattr(bench, "run_harness", fake_harness)
+    curves = bench.scaling(bench.Workload("model"), tmp_path)
+    assert [p["group"] for p in curves["group"]] == list(bench.GROUP_SIZES)
+    assert [p["max_new_tokens"] for p in curves["budget"]] == list(bench.BUDGETS)
+    assert curves["group"][1]["median_step_s"] == pytest.approx(0.01 * 8 + 0.001 * 96)
+    assert json.loads((tmp_path / "scaling.json").read_text()) == curves
+    assert (tmp_path / "scaling.png").read_bytes().startswith(b"\x89PNG")

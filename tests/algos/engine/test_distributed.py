@@ -1,0 +1,141 @@
+"""A run over several processes equals one process's run on the same global batch."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from algos.config.presets import load_config
+from algos.engine.checkpoint import latest_checkpoint
+from algos.engine.distributed import Processes
+from algos.engine.generation import BatchShard, generate, sample_tokens
+from algos.trainer import run_files
+from algos.trainer.train import train
+from algos.trainer.update import token_budget_passes
+from tests.algos.trainer.test_train import tiny_overrides
+
+PROJECT = Path(__file__).resolve().parents[3]
+DDP_CONFIG = PROJECT / "experiments" / "accelerate" / "ddp.yaml"
+
+
+def process(index: int, count: int) -> Processes:
+    """The ``index``-th of ``count`` processes, for the bookkeeping that needs no collective."""
+    return Processes(types.SimpleNamespace(num_processes=count, process_index=index))
+
+
+@pytest.mark.parametrize(("items", "count"), [(8, 2), (7, 3), (2, 4), (0, 2), (5, 1)])
+def test_shares_are_contiguous_balanced_and_cover_every_item_once(items, count):
+    shares = [process(index, count).share(items) for index in range(count)]
+    assert [i for share in shares for i in range(share.start, share.stop)] == list(range(items))
+    sizes = [share.stop - share.start for share in shares]
+    assert max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.parametrize("top_p", [1.0, 0.7])
+def test_a_shard_draws_the_tokens_its_rows_get_in_the_whole_batch(top_p):
+    logits = torch.randn(9, 13)
+    whole = sample_tokens(logits, 1.0, top_p, torch.Generator().manual_seed(5))
+    for rows in (slice(0, 4), slice(4, 9), slice(3, 4)):
+        shard = BatchShard(rows.start, 9, lambda ended: ended)
+        part = sample_tokens(logits[rows], 1.0, top_p, torch.Generator().manual_seed(5), shard)
+        assert torch.equal(part, whole[rows])
+
+
+def test_a_shard_generates_its_rows_of_the_whole_batch_while_other_rows_run_on(tiny_base):
+    from algos.engine.models import encode_prompts, load_policy, load_tokenizer
+
+    cfg = load_config("grpo", overrides=tiny_overrides(tiny_base))
+    policy, tokenizer = load_policy(cfg.model).eval(), load_tokenizer(cfg.model)
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, ["1 + 2 =", "3 * 4 + 1 =", "5 =", "7 + 7 * 2 ="], False)
+    prompt_ids, prompt_mask = prompt_ids.repeat_interleave(3, 0), prompt_mask.repeat_interleave(3, 0)  # (12, T)
+    options = {"max_new_tokens": 20, "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id}
+    whole = generate(policy, prompt_ids, prompt_mask, generator=torch.Generator().manual_seed(1), **options)
+    for rows in (slice(0, 5), slice(5, 12)):
+        # Another process's rows never end: this one keeps drawing until the budget, as in lock-step.
+        shard = BatchShard(rows.start, 12, lambda ended: False)
+        part = generate(
+            policy,
+            prompt_ids[rows],
+            prompt_mask[rows],
+            generator=torch.Generator().manual_seed(1),
+            shard=shard,
+            **options,
+        )
+        width = whole.response_ids.shape[1]
+        assert torch.equal(part.response_ids[:, :width], whole.response_ids[rows])
+        assert torch.equal(part.response_mask[:, :width], whole.response_mask[rows])
+        assert not part.response_mask[:, width:].any()
+        assert torch.equal(part.truncated, whole.truncated[rows])
+
+
+def test_token_budget_passes_pack_sorted_rows_under_the_budget():
+    lengths = torch.tensor([3, 9, 1, 4, 2, 30])
+    ordered = torch.tensor([2, 4, 0, 3, 1, 5])  # ascending length
+    # Prompt width 2, budget 12: [2, 4] costs 2 x 4 = 8 and adding row 0 would cost 3 x 5 = 15; [0, 3] costs
+    # 2 x 6 = 12; row 1 (width 11) fits only alone; row 5 (width 32) exceeds the budget alone and still gets a pass.
+    passes = token_budget_passes(ordered, lengths, prompt_width=2, budget=12)
+    assert [p.tolist() for p in passes] == [[2, 4], [0, 3], [1], [5]]
+
+
+def run_in_two_processes(preset: str, out: Path, overrides: list[str], **popen) -> subprocess.Popen:
+    command = [
+        *(sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(DDP_CONFIG)),
+        *("--num_processes", "2", "-m", "algos.trainer.train", "--preset", preset, "--out", str(out), *overrides),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen(command, cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
+
+
+def assert_same_run(one: Path, two: Path) -> None:
+    """Per-step metrics (losses, gradient norms, rollout and evaluation) and final metrics agree to float tolerance."""
+    first, second = run_files.read_metrics(one), run_files.read_metrics(two)
+    assert [row["step"] for row in first] == [row["step"] for row in second]
+    for mine, theirs in zip(first, second, strict=True):
+        assert set(mine) == set(theirs)
+        for key in mine:
+            if not key.startswith("perf/"):
+                assert theirs[key] == pytest.approx(mine[key], rel=1e-3, abs=1e-6), (mine["step"], key)
+    final = [json.loads((run / run_files.FINAL_FILE).read_text()) for run in (one, two)]
+    evaluations = {key: value for key, value in final[0].items() if "eval/" in key}
+    assert evaluations and evaluations == {key: final[1][key] for key in evaluations}
+    assert json.loads((two / run_files.RUN_FILE).read_text())["processes"] == "2"
+
+
+@pytest.mark.slow
+def test_grpo_in_two_processes_equals_one_process(tiny_base, tmp_path):
+    overrides = tiny_overrides(tiny_base, **{"run.steps": 2, "rollout.prompts_per_step": 6})
+    train(load_config("grpo", overrides=overrides), tmp_path / "one")
+    launched = run_in_two_processes("grpo", tmp_path / "two", overrides)
+    output, _ = launched.communicate(timeout=300)
+    assert launched.returncode == 0, output.decode()[-3000:]
+    assert_same_run(tmp_path / "one", tmp_path / "two")
+
+
+@pytest.mark.slow
+def test_a_killed_two_process_dapo_run_resumes_to_the_one_process_run(tiny_base, tmp_path):
+    """Dynamic sampling on (its rounds decided on gathered groups), killed after a checkpoint, then restarted."""
+    overrides = tiny_overrides(tiny_base, **{"run.steps": 4, "rollout.prompts_per_step": 6})
+    train(load_config("dapo", overrides=overrides), tmp_path / "one")
+    two = tmp_path / "two"
+    launched = run_in_two_processes("dapo", two, overrides, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and launched.poll() is None:
+        checkpoint = latest_checkpoint(two)
+        if checkpoint is not None and checkpoint.state()["step"] >= 2:
+            break
+        time.sleep(0.05)
+    os.killpg(launched.pid, signal.SIGKILL)  # the launcher and both workers
+    launched.wait()
+    assert 2 <= latest_checkpoint(two).state()["step"] < 4, "the run must be killed part-way"
+    again = run_in_two_processes("dapo", two, overrides)
+    output, _ = again.communicate(timeout=300)
+    assert again.returncode == 0, output.decode()[-3000:]
+    assert max(row.get("rollout/generation_rounds", 0) for row in run_files.read_metrics(two)) > 1
+    assert_same_run(tmp_path / "one", two)

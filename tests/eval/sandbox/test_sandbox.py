@@ -1,0 +1,326 @@
+"""The sandbox loads a program, answers calls with plain data, contains what the program does, and
+leaves nothing behind. The hostile set in tests/eval/sandbox/test_hostile.py attacks it from every side;
+these tests pin each mechanism down on its own, under bubblewrap and, where it applies, the fallback."""
+
+import errno
+import os
+import platform
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from eval.sandbox import host as sandbox_module
+from eval.sandbox import seccomp
+from eval.sandbox.host import (
+    UNPRIVILEGED_ID,
+    Isolation,
+    ProgramFailed,
+    Sandbox,
+    SandboxLimits,
+    WeakIsolationError,
+    detect_isolation,
+    judge,
+    require_strong_isolation,
+)
+from tests.eval.sandbox.hostile import describe, living_processes
+
+FAST = SandboxLimits(timeout_s=2.0)
+MARGIN_S = 1.5
+"""Interpreter start-up and clean-up on a busy two-core machine."""
+FALLBACK = Isolation("process", "fallback process sandbox (forced by the tests)")
+FRESH_POSIX = """\
+import importlib.util
+spec = importlib.util.find_spec("posix")
+posix = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(posix)
+"""
+"""Program prefix binding ``posix`` to functions the fallback's Python guard has not replaced."""
+
+
+@pytest.fixture(params=["bubblewrap", "process"])
+def isolation(request, strong_isolation):
+    return strong_isolation if request.param == "bubblewrap" else FALLBACK
+
+
+def calls(program, isolation, *calls_, limits=FAST):
+    """judge() with a test that makes the given (name, args, expected) calls."""
+
+    def test(sandbox):
+        for name, args, expected in calls_:
+            assert sandbox.call(name, *args) == expected
+
+    return judge(program, test, limits, isolation)
+
+
+def assert_still_works(isolation):
+    result = calls("def add(a, b):\n    return a + b\n", isolation, ("add", (2, 3), 5))
+    assert result.passed, result
+
+
+def test_calls_cross_the_boundary_as_plain_data(isolation):
+    program = (
+        "def describe(x, *, twice=False):\n    return {'x': x, 'pair': (x, [x] * (2 if twice else 1)), 's': {1.5}}\n"
+    )
+    with Sandbox(program, FAST, isolation) as sandbox:
+        assert sandbox.call("describe", "a", twice=True) == {"x": "a", "pair": ("a", ["a", "a"]), "s": {1.5}}
+        assert sandbox.function("describe")(None) == {"x": None, "pair": (None, [None]), "s": {1.5}}
+
+
+def test_test_that_returns_passes_and_one_that_asserts_fails(isolation):
+    program = "def double(x):\n    return 2 * x\n"
+    assert calls(program, isolation, ("double", (4,), 8)).passed
+    result = calls(program, isolation, ("double", (4,), 9))
+    assert result.status == "failed" and "AssertionError" in result.detail
+
+
+@pytest.mark.parametrize(
+    "program, why",
+    [
+        ("def f(:\n", "SyntaxError"),
+        ("x = 1\x00", "SyntaxError"),
+        ("s = '\ud800'", "Error"),
+        ("\x7fELF\x02\x01\x01\x00", "SyntaxError"),
+        ("return 5", "SyntaxError"),
+        ("import no_such_module_42", "ModuleNotFoundError"),
+        ("import sys\nsys.exit(0)", "SystemExit"),
+    ],
+    ids=["syntax", "null-byte", "lone-surrogate", "binary", "return-outside-function", "missing-import", "exit"],
+)
+def test_program_that_does_not_load_fails_and_says_why(program, why, isolation):
+    result = calls(program, isolation)
+    assert result.status == "failed" and "did not load" in result.detail and why in result.detail
+    assert_still_works(isolation)
+
+
+def test_program_that_is_not_text_is_an_error(isolation):
+    assert judge(None, lambda sandbox: None, FAST, isolation).status == "error"
+
+
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        ("raise KeyError('k')", "raised KeyError"),
+        ("return object()", "not plain data"),
+        ("class Yes(int):\n        __eq__ = lambda self, other: True\n    return Yes(1)", "not plain data"),
+        ("import os\n    os._exit(0)", "exited with status 0"),
+        ("l = []\n    l.append(l)\n    return l", "nested deeper"),
+    ],
+    ids=["raises", "object", "int-subclass", "exits", "self-containing"],
+)
+def test_a_call_that_does_not_return_plain_data_fails(body, why, isolation):
+    result = calls(f"def f():\n    {body}\n", isolation, ("f", (), 1))
+    assert result.status == "failed" and why in result.detail, result
+
+
+@pytest.mark.parametrize("where", ["load", "call"])
+def test_endless_program_times_out_on_time(where, isolation):
+    program = "while True:\n    pass\n" if where == "load" else "def f():\n    while True:\n        pass\n"
+    start = time.monotonic()
+    result = calls(program, isolation, ("f", (), None))
+    assert result.status == "timeout"
+    assert FAST.timeout_s <= time.monotonic() - start < FAST.timeout_s + MARGIN_S
+    assert_still_works(isolation)
+
+
+def test_crash_is_reported(isolation):
+    result = calls("def f():\n    import signal\n    signal.raise_signal(signal.SIGSEGV)\n", isolation, ("f", (), 1))
+    assert result.status == "crashed" and "SIGSEGV" in result.detail
+    assert_still_works(isolation)
+
+
+def test_memory_bomb_is_refused(isolation):
+    result = calls("def f():\n    return len(bytearray(20 * 2**30))\n", isolation, ("f", (), 1))
+    assert result.status == "failed" and "MemoryError" in result.detail
+
+
+def test_reply_over_the_cap_fails():
+    limits = SandboxLimits(timeout_s=FAST.timeout_s, max_reply_bytes=1000)
+    result = calls("def f():\n    return 'x' * 5000\n", None, ("f", (), "x" * 5000), limits=limits)
+    assert result.status == "failed" and "max_reply_bytes" in result.detail
+
+
+def test_environment_is_not_inherited(monkeypatch, isolation):
+    monkeypatch.setenv("SANDBOX_TEST_SECRET", "hunter2")
+    program = "import os\ndef leaked():\n    return 'SANDBOX_TEST_SECRET' in os.environ\n"
+    assert calls(program, isolation, ("leaked", (), False)).passed
+
+
+@pytest.mark.parametrize("ending", ["return 1", "while True:\n        pass"], ids=["returns", "times-out"])
+def test_daemons_and_forked_children_do_not_outlive_the_sandbox(ending, isolation):
+    program = (
+        FRESH_POSIX
+        + "import time\n"
+        + "def f():\n"
+        + "    for _ in range(4):\n"
+        + "        try:\n"
+        + "            if posix.fork() == 0:\n"
+        + "                posix.setsid()\n"
+        + "                if posix.fork() == 0:\n"
+        + "                    time.sleep(600)\n"
+        + "                posix._exit(0)\n"
+        + "        except OSError:\n"
+        + "            pass\n"
+        + f"    {ending}\n"
+    )
+    before = living_processes()
+    result = calls(program, isolation, ("f", (), 1))
+    assert result.status == ("passed" if ending == "return 1" else "timeout"), result
+    assert describe(living_processes() - before - {os.getpid()}) == []
+
+
+def test_sandbox_runs_unprivileged_with_a_private_tmp_and_nothing_else_writable(strong_isolation, tmp_path):
+    (tmp_path / "host-file.txt").write_text("host")
+    program = (
+        "import os\n"
+        "def look(host):\n"
+        "    open('/tmp/scratch', 'w').write('x')\n"
+        "    caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0]\n"
+        "    writable = []\n"
+        "    for folder in ('/', '/dev', '/dev/shm', '/sandbox', '/usr'):\n"
+        "        try:\n"
+        "            open(folder + '/probe', 'w').close()\n"
+        "            writable.append(folder)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return os.getcwd(), os.listdir('/tmp'), os.path.exists(host), int(caps, 16), os.getuid() == 0, writable\n"
+    )
+    for _ in range(2):  # each sandbox starts with an empty /tmp of its own
+        with Sandbox(program, FAST, strong_isolation) as sandbox:
+            assert sandbox.call("look", str(tmp_path / "host-file.txt")) == ("/tmp", ["scratch"], False, 0, False, [])
+    if os.geteuid() == 0:
+        with Sandbox(
+            "import os\ndef ids():\n    return os.getresuid(), os.getgroups()\n", FAST, strong_isolation
+        ) as sb:
+            assert sb.call("ids") == ((UNPRIVILEGED_ID,) * 3, [])
+
+
+def test_calls_past_the_namespaces_are_refused_by_the_seccomp_filter(strong_isolation):
+    numbers = seccomp.SYSCALL_NUMBERS.get(platform.machine())
+    if numbers is None:
+        pytest.skip(f"no seccomp table for {platform.machine()}")
+    program = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.syscall.restype = ctypes.c_long\n"
+        "def errno_of(number):\n"
+        "    result = libc.syscall(number, 0, 0, 0, 0, 0)\n"
+        "    return ctypes.get_errno() if result == -1 else None\n"
+        "def new_user_namespace():\n"
+        "    import os\n"
+        f"    result = libc.syscall({numbers['clone']}, 0x10000000 | 17, 0, 0, 0, 0)  # CLONE_NEWUSER | SIGCHLD\n"
+        "    if result == 0:\n"
+        "        os._exit(0)\n"
+        "    return ctypes.get_errno() if result == -1 else 'cloned'\n"
+        "def forked():\n"
+        "    import os\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os._exit(0)\n"
+        "    return os.waitpid(pid, 0)[1]\n"
+    )
+    with Sandbox(program, FAST, strong_isolation) as sandbox:
+        for name in ("keyctl", "add_key", "shmget", "memfd_create", "fallocate", "ptrace", "unshare", "mount"):
+            assert sandbox.call("errno_of", numbers[name]) == errno.EPERM, name
+        assert sandbox.call("errno_of", numbers["clone3"]) == errno.ENOSYS
+        assert sandbox.call("new_user_namespace") == errno.EPERM
+        assert sandbox.call("forked") == 0  # an ordinary fork still works
+
+
+def test_program_that_ends_itself_leaves_no_zombie(isolation):
+    before = living_processes()
+    result = calls("def f():\n    import os\n    os._exit(3)\n", isolation, ("f", (), 1))
+    assert result.status == "failed" and "status 3" in result.detail
+    assert describe(living_processes() - before - {os.getpid()}) == []
+
+
+def test_details_are_capped_and_printable(isolation):
+    program = "def f():\n    raise ValueError('\\ud800\\x1b[31m' + 'x' * 100000)\n"
+    result = calls(program, isolation, ("f", (), 1))
+    assert result.status == "failed" and len(result.detail) <= sandbox_module.MAX_DETAIL_CHARS
+    assert "\x1b" not in result.detail
+    result.detail.encode("utf-8")
+
+
+def test_the_whole_tree_shares_one_memory_cap(strong_isolation):
+    if not strong_isolation.cgroups:
+        pytest.skip("no cgroup here: memory is capped per process only")
+    program = (
+        FRESH_POSIX
+        + "import time\n"
+        + "def hoard():\n"
+        + "    children = []\n"
+        + "    for _ in range(4):\n"
+        + "        pid = posix.fork()\n"
+        + "        if pid == 0:\n"
+        + "            block = bytearray(150 * 2**20)\n"
+        + "            block[::4096] = b'x' * len(block[::4096])\n"
+        + "            time.sleep(1)\n"
+        + "            posix._exit(0)\n"
+        + "        children.append(pid)\n"
+        + "    return [posix.waitpid(pid, 0)[1] for pid in children]\n"
+    )
+    limits = SandboxLimits(timeout_s=10.0, memory_mb=256)  # each child alone fits; four do not
+    with Sandbox(program, limits, strong_isolation) as sandbox:
+        statuses = sandbox.call("hoard")
+    assert signal.SIGKILL in [os.WTERMSIG(status) for status in statuses if os.WIFSIGNALED(status)]
+
+
+def test_processes_are_capped_for_the_tree(strong_isolation):
+    program = (
+        FRESH_POSIX
+        + "import time\n"
+        + "def spawn():\n"
+        + "    started = 0\n"
+        + "    for _ in range(100):\n"
+        + "        try:\n"
+        + "            if posix.fork() == 0:\n"
+        + "                time.sleep(600)\n"
+        + "            started += 1\n"
+        + "        except OSError:\n"
+        + "            break\n"
+        + "    return started\n"
+    )
+    limits = SandboxLimits(timeout_s=FAST.timeout_s, max_processes=8)
+    with Sandbox(program, limits, strong_isolation) as sandbox:
+        assert sandbox.call("spawn") < limits.max_processes
+
+
+def test_cgroups_are_removed_afterwards(strong_isolation):
+    if not strong_isolation.cgroups:
+        pytest.skip("no cgroup here")
+    memory_root = Path("/sys/fs/cgroup/memory")
+    before = set(memory_root.rglob("sandbox-*"))
+    assert calls("def f():\n    return 1\n", strong_isolation, ("f", (), 1)).passed
+    assert calls("while True:\n    pass\n", strong_isolation).status == "timeout"
+    assert set(memory_root.rglob("sandbox-*")) == before
+
+
+def test_without_bubblewrap_the_fallback_is_named_and_training_refuses_it(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.warns(UserWarning, match="bubblewrap is not installed"):
+        fallback = detect_isolation.__wrapped__()
+    assert fallback.kind == "process" and not fallback.strong
+    assert "bubblewrap is not installed" in fallback.description
+    monkeypatch.setattr(sandbox_module, "detect_isolation", lambda: fallback)
+    with pytest.raises(WeakIsolationError, match="allow_weak_sandbox=True"):
+        require_strong_isolation(allow_fallback=False)
+    assert require_strong_isolation(allow_fallback=True) is fallback
+
+
+def test_program_failure_is_an_exception_for_direct_use(isolation):
+    with pytest.raises(ProgramFailed, match="did not load"):
+        Sandbox("raise ValueError('no')", FAST, isolation)
+
+
+def test_limits_are_checked_at_construction():
+    with pytest.raises(ValueError, match="timeout_s"):
+        SandboxLimits(timeout_s=0)
+    with pytest.raises(ValueError, match="memory_mb"):
+        SandboxLimits(memory_mb=8)
+    with pytest.raises(ValueError, match="max_processes"):
+        SandboxLimits(max_processes=0)
+    with pytest.raises(ValueError, match="max_reply_bytes"):
+        SandboxLimits(max_reply_bytes=0)
