@@ -32,6 +32,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from algos.config.guardrails import warn_about
+from algos.config.registry import FAMILIES
 from algos.config.schema import RLConfig, field_docs
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -259,12 +260,26 @@ def _explain() -> str:
     return "\n".join(f"{key} (default {base[key]!r}): {doc}" for key, doc in config_keys().items())
 
 
+def _components() -> str:
+    lines = []
+    for family in FAMILIES:
+        lines.append(f"{family.key} ({family.family}):")
+        for member in family:
+            facts = ", ".join(f"{name}={value}" for name, value in vars(member.facts).items() if value)
+            params = f" [own parameters: {', '.join(member.params.__dataclass_fields__)}]" if member.params else ""
+            lines.append(f"  {member.name}: {member.summary}{f' ({facts})' if facts else ''}{params}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m algos.config.presets", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", help="preset name (see --list)")
     parser.add_argument("--config", action="append", default=[], help="YAML file of overrides (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the presets and their papers")
     parser.add_argument("--explain", action="store_true", help="document every config key")
+    parser.add_argument(
+        "--components", action="store_true", help="list every registered component by family, with its facts"
+    )
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. policy_loss.clip_eps_high=0.28")
     args = parser.parse_args(argv)
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
@@ -274,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: {read_preset(name).paper}")
         elif args.explain:
             print(_explain())
+        elif args.components:
+            print(_components())
         else:
             cfg = load_config(args.preset, args.config, args.overrides)
             warn_about(cfg)

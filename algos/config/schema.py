@@ -14,21 +14,37 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
+from algos.config.registry import (
+    ADVANTAGE_ESTIMATORS,
+    AGGREGATIONS,
+    KL_ESTIMATORS,
+    OBJECTIVES,
+    REWARD_FUNCTIONS,
+    STD_SCALINGS,
+    Registry,
+)
 from eval.tasks.config import TaskConfig
 
 _STRICT = ConfigDict(extra="forbid", validate_default=True)
 
-GROUP_ESTIMATORS = ("group_mean", "rloo", "opo", "passk")
-"""Estimators that compare the responses of one prompt with each other (need G >= 2)."""
 
-OUTCOME_ESTIMATORS = (*GROUP_ESTIMATORS, "remax")
-"""Estimators that give each response one scalar advantage from its outcome reward."""
+def _member_of(registry: Registry) -> Any:
+    """A config field that takes the name of one of ``registry``'s members (see :mod:`algos.config.registry`)."""
+    return Annotated[str, AfterValidator(registry.check)]
 
-ONE_PASS_MECHANISMS = ("clip_cov", "kl_cov")
-"""Objectives that pick tokens by a statistic of the whole mini-batch's current log-probabilities."""
+
+def group_estimators() -> tuple[str, ...]:
+    """Estimators that compare the responses of one prompt with each other (need G >= 2)."""
+    return ADVANTAGE_ESTIMATORS.having(lambda facts: facts.kind == "group")
+
+
+def per_sequence_estimators() -> tuple[str, ...]:
+    """Estimators that give each response one scalar advantage from its outcome reward."""
+    return ADVANTAGE_ESTIMATORS.having(lambda facts: facts.per_sequence)
+
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 NonNegative = Annotated[float, Field(ge=0.0)]
@@ -40,7 +56,7 @@ PositiveInt = Annotated[int, Field(gt=0)]
 class AdvantageConfig:
     """How scalar outcome rewards become per-token advantages."""
 
-    estimator: Literal["group_mean", "rloo", "opo", "passk", "remax", "return", "gae"] = Field(
+    estimator: _member_of(ADVANTAGE_ESTIMATORS) = Field(
         "group_mean",
         description=(
             "group_mean: R_i - mean_j R_j over the G responses of a prompt (GRPO, Dr. GRPO). "
@@ -54,7 +70,7 @@ class AdvantageConfig:
             "gae: generalised advantage estimation with a critic (PPO, VAPO)."
         ),
     )
-    std_scaling: Literal["group", "batch", "batch_whiten", "batch_normalize", "group_batch_whiten", "none"] = Field(
+    std_scaling: _member_of(STD_SCALINGS) = Field(
         "group",
         description=(
             "group: divide by the unbiased std of the prompt's G rewards plus std_eps (GRPO). "
@@ -141,9 +157,7 @@ class AdvantageConfig:
 class PolicyLossConfig:
     """The clipped surrogate and its aggregation."""
 
-    objective: Literal[
-        "clip", "cispo", "sapo", "gmpo", "reinforce", "clip_cov", "kl_cov", "dppo_tv", "dppo_kl", "vespo"
-    ] = Field(
+    objective: _member_of(OBJECTIVES) = Field(
         "clip",
         description=(
             "The per-token policy loss (algos.core.objectives). clip: PPO's clipped surrogate (PPO, GRPO, DAPO). "
@@ -156,6 +170,14 @@ class PolicyLossConfig:
             "dppo_kl: -A sg[min(r, dppo_ratio_cap)] log pi on tokens whose probability moved less than the "
             "divergence threshold (DPPO, arXiv 2602.04879). vespo: -phi(w) A log pi with the gamma weight phi of the "
             "sequence ratio w (VESPO; TRL loss_type vespo)."
+        ),
+    )
+    objective_params: dict[str, Any] = Field(
+        {},
+        description=(
+            "Parameters of an objective that declares its own (algos.config.registry), checked against its "
+            "declaration when the config is built; empty for the objectives whose parameters are fields of "
+            "policy_loss."
         ),
     )
     ratio_level: Literal["token", "sequence", "sequence_token", "sequence_sum", "group_expectation"] = Field(
@@ -191,9 +213,7 @@ class PolicyLossConfig:
             "-c * A. Off by default; verl turns it on with c = 3."
         ),
     )
-    aggregation: Literal[
-        "token_mean", "token_sum", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm"
-    ] = Field(
+    aggregation: _member_of(AGGREGATIONS) = Field(
         "seq_mean_token_mean",
         description=(
             "token_mean: sum over all tokens / number of tokens (DAPO and VAPO token-level loss). "
@@ -284,7 +304,7 @@ class KLConfig:
     """Penalty towards the frozen reference policy."""
 
     coef: NonNegative = Field(0.0, description="beta. 0 for DAPO, VAPO, Dr. GRPO; 0.04 for GRPO (DeepSeekMath).")
-    estimator: Literal["k1", "k2", "k3", "abs", "k1+", "k3+", "full"] = Field(
+    estimator: _member_of(KL_ESTIMATORS) = Field(
         "k3",
         description=(
             "k1: log(pi/pi_ref). k2: 0.5 log^2(pi/pi_ref). k3: pi_ref/pi - log(pi_ref/pi) - 1 (GRPO; Schulman "
@@ -330,7 +350,7 @@ class RewardConfig:
 
     correct: float = Field(1.0, description="Reward of a verified-correct response (DAPO: +1; TRL and most: 1).")
     incorrect: float = Field(0.0, description="Reward of an incorrect response (DAPO: -1; TRL and most: 0).")
-    functions: dict[Literal["correctness", "finished"], float] = Field(
+    functions: dict[_member_of(REWARD_FUNCTIONS), float] = Field(
         {"correctness": 1.0},
         min_length=1,
         description=(
@@ -684,43 +704,48 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
     """Every broken cross-field invariant of ``cfg``, each phrased as how to fix it."""
     adv, loss, rollout = cfg.advantage, cfg.policy_loss, cfg.rollout
     problems: list[str] = []
-    if adv.estimator == "gae" and not cfg.critic.enabled:
-        problems.append("advantage.estimator=gae needs a value model: set critic.enabled=true")
-    if cfg.critic.enabled and adv.estimator != "gae":
+    estimator, scaling = ADVANTAGE_ESTIMATORS[adv.estimator].facts, STD_SCALINGS[adv.std_scaling].facts
+    groups, per_sequence = group_estimators(), per_sequence_estimators()
+    critic_estimators = ADVANTAGE_ESTIMATORS.having(lambda facts: facts.needs_critic)
+    if estimator.needs_critic and not cfg.critic.enabled:
+        problems.append(f"advantage.estimator={adv.estimator} needs a value model: set critic.enabled=true")
+    if cfg.critic.enabled and not estimator.needs_critic:
         problems.append(
-            f"critic.enabled=true is only used by advantage.estimator=gae (got {adv.estimator}): "
-            "set critic.enabled=false or advantage.estimator=gae"
+            f"critic.enabled=true is only used by advantage.estimator {', '.join(critic_estimators)} (got "
+            f"{adv.estimator}): set critic.enabled=false or advantage.estimator to one of them"
         )
     if cfg.critic.pretrain_steps and not cfg.critic.enabled:
         problems.append("critic.pretrain_steps > 0 needs critic.enabled=true")
     if cfg.critic.init == "reward_model" and not (cfg.critic.enabled and cfg.critic.reward_model_steps):
         problems.append("critic.init=reward_model needs critic.enabled=true and critic.reward_model_steps > 0")
-    if adv.estimator not in GROUP_ESTIMATORS and adv.std_scaling in ("group", "group_batch_whiten"):
+    if scaling.needs == "group" and estimator.kind != "group":
+        usable = STD_SCALINGS.having(
+            lambda facts: facts.needs != "group" and (facts.needs is None or estimator.per_sequence)
+        )
         problems.append(
             f"advantage.std_scaling={adv.std_scaling} scales each group's rewards, for group estimators "
-            f"{GROUP_ESTIMATORS}; with estimator={adv.estimator} use 'batch', 'batch_whiten' or 'none'"
+            f"{groups}; with estimator={adv.estimator} use one of {usable}"
         )
-    if adv.estimator not in OUTCOME_ESTIMATORS and adv.std_scaling in ("batch", "batch_normalize"):
+    if scaling.needs == "per_sequence" and not estimator.per_sequence:
+        usable = STD_SCALINGS.having(lambda facts: facts.needs is None)
         problems.append(
             f"advantage.std_scaling={adv.std_scaling} scales one advantage per response, for estimators "
-            f"{OUTCOME_ESTIMATORS}; with estimator={adv.estimator} use 'batch_whiten' or 'none'"
+            f"{per_sequence}; with estimator={adv.estimator} use one of {usable}"
         )
-    if adv.gpg_alpha != "none" and adv.estimator not in GROUP_ESTIMATORS:
-        problems.append(
-            f"advantage.gpg_alpha rescales group advantages: set advantage.estimator to one of {GROUP_ESTIMATORS}"
-        )
-    if cfg.reward.combine == "normalize_then_sum" and adv.estimator not in GROUP_ESTIMATORS:
+    if adv.gpg_alpha != "none" and estimator.kind != "group":
+        problems.append(f"advantage.gpg_alpha rescales group advantages: set advantage.estimator to one of {groups}")
+    if cfg.reward.combine == "normalize_then_sum" and estimator.kind != "group":
         problems.append(
             f"reward.combine=normalize_then_sum standardises rewards within groups: set advantage.estimator to one "
-            f"of {GROUP_ESTIMATORS}"
+            f"of {groups}"
         )
     problems.extend(_policy_loss_violations(cfg))
     problems.extend(_kl_violations(cfg))
     needs_groups = [
         name
         for name, on in (
-            (f"advantage.estimator={adv.estimator}", adv.estimator in GROUP_ESTIMATORS),
-            ("advantage.std_scaling=group", adv.std_scaling == "group"),
+            (f"advantage.estimator={adv.estimator}", estimator.kind == "group"),
+            (f"advantage.std_scaling={adv.std_scaling}", scaling.needs == "group"),
             ("policy_loss.ratio_level=group_expectation", loss.ratio_level == "group_expectation"),
             ("dynamic_sampling.enabled=true", cfg.dynamic_sampling.enabled),
             ("reward.combine=normalize_then_sum", cfg.reward.combine == "normalize_then_sum"),
@@ -733,6 +758,7 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
         problems.append(
             "advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae"
         )
+    problems.extend(_member_parameter_violations(cfg))
     if loss.group_expectation_scope != "prompt" and loss.ratio_level != "group_expectation":
         problems.append(
             "policy_loss.group_expectation_scope is GEPO's option: set policy_loss.ratio_level=group_expectation"
@@ -769,13 +795,24 @@ def invariant_violations(cfg: RLConfig) -> list[str]:
     return problems
 
 
+def _member_parameter_violations(cfg: RLConfig) -> list[str]:
+    """The objective's own parameters (``policy_loss.objective_params``) against its declaration."""
+    try:
+        OBJECTIVES[cfg.policy_loss.objective].parameters(
+            cfg.policy_loss.objective_params, "policy_loss.objective_params"
+        )
+    except ValueError as exc:
+        return [str(exc)]
+    return []
+
+
 def whole_mini_batch_mechanisms(cfg: RLConfig) -> list[str]:
     """The settings on that select tokens over a whole mini-batch at once, so it must be one forward pass."""
     loss = cfg.policy_loss
     return [
         name
         for name, on in (
-            (f"policy_loss.objective={loss.objective}", loss.objective in ONE_PASS_MECHANISMS),
+            (f"policy_loss.objective={loss.objective}", OBJECTIVES[loss.objective].facts.one_pass),
             ("policy_loss.top_entropy_quantile < 1", loss.top_entropy_quantile < 1.0),
         )
         if on
@@ -784,13 +821,14 @@ def whole_mini_batch_mechanisms(cfg: RLConfig) -> list[str]:
 
 def _policy_loss_violations(cfg: RLConfig) -> list[str]:
     loss, rollout, optim = cfg.policy_loss, cfg.rollout, cfg.optim
+    objective = OBJECTIVES[loss.objective].facts
     problems = []
-    if loss.objective in ("gmpo", "vespo") and loss.ratio_level != "token":
+    if objective.token_ratio_only and loss.ratio_level != "token":
         problems.append(
             f"policy_loss.objective={loss.objective} builds its sequence weight from token ratios: set "
             f"policy_loss.ratio_level=token (got {loss.ratio_level})"
         )
-    if loss.dual_clip_c is not None and loss.objective not in ("clip", "clip_cov"):
+    if loss.dual_clip_c is not None and not objective.dual_clip:
         problems.append(
             f"policy_loss.dual_clip_c bounds the clipped surrogate; policy_loss.objective={loss.objective} has none: "
             "unset policy_loss.dual_clip_c"
@@ -821,33 +859,36 @@ def _policy_loss_violations(cfg: RLConfig) -> list[str]:
             )
         if rollout.correction_low is not None and rollout.correction_low >= rollout.correction_high:
             problems.append("rollout.correction_low must be smaller than rollout.correction_high")
-    if loss.objective == "vespo" and rollout.correction != "none" and rollout.correction_level != "token":
+    if objective.folds_correction and rollout.correction != "none" and rollout.correction_level != "token":
         problems.append(
-            "policy_loss.objective=vespo folds the correction weights into its sequence weight token by token: "
-            "set rollout.correction_level=token"
+            f"policy_loss.objective={loss.objective} folds the correction weights into its sequence weight token by "
+            "token: set rollout.correction_level=token"
         )
     return problems
 
 
 def _kl_violations(cfg: RLConfig) -> list[str]:
     kl = cfg.kl
+    exact = KL_ESTIMATORS[kl.estimator].facts.exact
     problems = []
     if kl.controller == "adaptive" and kl.coef == 0:
         problems.append(
             "kl.controller=adaptive scales beta from kl.coef, which is 0: set kl.coef > 0 or kl.controller=fixed"
         )
-    if kl.placement == "reward" and kl.estimator == "full":
+    if kl.placement == "reward" and exact:
+        sampled = KL_ESTIMATORS.having(lambda facts: not facts.exact and not facts.straight_through)
         problems.append(
-            "kl.estimator=full needs the full distributions of the update's forward pass: use kl.placement=loss, "
-            "or a sampled estimator (k1, k2, k3, abs) in the reward"
+            f"kl.estimator={kl.estimator} needs the full distributions of the update's forward pass: use "
+            f"kl.placement=loss, or a sampled estimator ({', '.join(sampled)}) in the reward"
         )
     if kl.placement == "reward" and kl.importance_weighted:
         problems.append(
             "kl.importance_weighted weights the KL term of the loss by the policy ratio: set kl.placement=loss"
         )
-    if kl.estimator == "full" and kl.importance_weighted:
+    if exact and kl.importance_weighted:
         problems.append(
-            "kl.estimator=full is exact at every position and needs no importance weight: unset kl.importance_weighted"
+            f"kl.estimator={kl.estimator} is exact at every position and needs no importance weight: unset "
+            "kl.importance_weighted"
         )
     return problems
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from algos.config.schema import OUTCOME_ESTIMATORS, AdvantageConfig
+from algos.config.registry import ADVANTAGE_ESTIMATORS, STD_SCALINGS, EstimatorFacts, ScalingFacts
+from algos.config.schema import AdvantageConfig
 from algos.core.masked import masked_whiten
 
 
@@ -206,47 +207,132 @@ def _nan_std(values: torch.Tensor) -> torch.Tensor:
     return kept.std() if kept.numel() > 1 else torch.zeros((), dtype=values.dtype, device=values.device)
 
 
-def _group_advantages(
-    cfg: AdvantageConfig, scores: torch.Tensor, groups: Groups, lengths: torch.Tensor
-) -> torch.Tensor:
-    """Group estimator with its group std scaling: scores (B,) -> (B,); NaN where a row cannot be scored."""
-    if cfg.estimator == "rloo":
-        advantages = rloo_advantage(scores, groups)
-    elif cfg.estimator == "opo":
-        advantages = opo_advantage(scores, lengths, groups)
-    elif cfg.estimator == "passk":
-        advantages = passk_advantage(scores, groups)
-    else:
-        advantages = group_mean_advantage(scores, groups)
-    stats = group_stats(scores, groups)
-    singleton = stats.count == 1
-    if cfg.singleton_groups == "raw":  # verl: baseline 0 and std 1 for a group of one
-        advantages = torch.where(singleton, scores, advantages)
-    else:
-        advantages = torch.where(singleton, torch.zeros_like(advantages), advantages)
-    if cfg.gpg_alpha != "none":
-        advantages = advantages * gpg_alpha(scores, groups, cfg.gpg_alpha)
-    if cfg.std_scaling in ("group", "group_batch_whiten"):
-        std = torch.where(singleton, torch.ones_like(stats.std), stats.std)
-        return advantages / (std + cfg.std_eps)
-    return advantages
+@dataclass(frozen=True)
+class AdvantageInputs:
+    """What every advantage estimator takes. scores (B,): outcome rewards R_i (NaN: unscorable);
+    token_rewards, mask (B, T); groups: see :data:`Groups`; lengths (B,): response lengths; values
+    (B, T): the critic's, for an estimator with ``needs_critic``; baselines (B,): each row's baseline
+    reward, for one with ``needs_baselines``."""
+
+    scores: torch.Tensor
+    token_rewards: torch.Tensor
+    mask: torch.Tensor
+    groups: Groups
+    lengths: torch.Tensor
+    values: torch.Tensor | None = None
+    baselines: torch.Tensor | None = None
 
 
-def _gae_advantages(
-    cfg: AdvantageConfig, token_rewards: torch.Tensor, mask: torch.Tensor, values: torch.Tensor | None
-) -> Advantages:
-    """GAE with fixed or length-adaptive λ_policy; critic targets from λ_critic when decoupled."""
-    if values is None:
+@ADVANTAGE_ESTIMATORS.register("group_mean", EstimatorFacts(kind="group"))
+def _group_mean(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
+    """R_i − mean of the group (GRPO, Dr. GRPO): :func:`group_mean_advantage`."""
+    return Advantages(group_mean_advantage(x.scores, x.groups))
+
+
+@ADVANTAGE_ESTIMATORS.register("rloo", EstimatorFacts(kind="group"))
+def _rloo(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
+    """R_i − mean of the others (RLOO): :func:`rloo_advantage`."""
+    return Advantages(rloo_advantage(x.scores, x.groups))
+
+
+@ADVANTAGE_ESTIMATORS.register("opo", EstimatorFacts(kind="group"))
+def _opo(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
+    """R_i − the length-weighted group mean (OPO): :func:`opo_advantage`."""
+    return Advantages(opo_advantage(x.scores, x.lengths, x.groups))
+
+
+@ADVANTAGE_ESTIMATORS.register("passk", EstimatorFacts(kind="group"))
+def _passk(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
+    """R_max − R_second on each group's best response (pass@k training): :func:`passk_advantage`."""
+    return Advantages(passk_advantage(x.scores, x.groups))
+
+
+@ADVANTAGE_ESTIMATORS.register("remax", EstimatorFacts(kind="outcome", needs_baselines=True))
+def _remax(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
+    """R_i − R(greedy response to the same prompt) (ReMax), one value on every token of the response."""
+    if x.baselines is None:
+        raise ValueError("estimator 'remax' needs the greedy responses' rewards as baselines")
+    return Advantages(x.scores - x.baselines)
+
+
+@ADVANTAGE_ESTIMATORS.register("return", EstimatorFacts(kind="token"))
+def _return(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
+    """The discounted return G_t, no baseline (REINFORCE): :func:`discounted_returns`."""
+    return Advantages(discounted_returns(x.token_rewards, x.mask, cfg.gamma))
+
+
+@ADVANTAGE_ESTIMATORS.register("gae", EstimatorFacts(kind="token", needs_critic=True))
+def _gae(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
+    """GAE with fixed or length-adaptive λ_policy; critic targets from λ_critic when decoupled (PPO, VAPO)."""
+    if x.values is None:
         raise ValueError("estimator 'gae' needs values from the critic")
     lam_policy: float | torch.Tensor = cfg.lambda_policy
     if cfg.adaptive_lambda_alpha is not None:
         lam_policy = length_adaptive_lambda(
-            mask.sum(dim=-1), cfg.adaptive_lambda_alpha, cfg.adaptive_lambda_min, cfg.adaptive_lambda_max
+            x.mask.sum(dim=-1), cfg.adaptive_lambda_alpha, cfg.adaptive_lambda_min, cfg.adaptive_lambda_max
         )
-    advantages, returns = gae(token_rewards, values, mask, cfg.gamma, lam_policy)
+    advantages, returns = gae(x.token_rewards, x.values, x.mask, cfg.gamma, lam_policy)
     if cfg.lambda_critic is not None:
-        _, returns = gae(token_rewards, values, mask, cfg.gamma, cfg.lambda_critic)
+        _, returns = gae(x.token_rewards, x.values, x.mask, cfg.gamma, cfg.lambda_critic)
     return Advantages(advantages, returns)
+
+
+@dataclass(frozen=True)
+class ScalingInputs:
+    """What every std scaling takes: per_sequence (B,) the estimator's advantages (NaN: unscorable),
+    scores (B,) the outcome rewards, groups: see :data:`Groups`."""
+
+    per_sequence: torch.Tensor
+    scores: torch.Tensor
+    groups: Groups
+
+
+@STD_SCALINGS.register(
+    "batch_whiten",
+    ScalingFacts(whiten=True),
+    summary="The per-token advantages whitened over the batch (PPO, REINFORCE++).",
+)
+@STD_SCALINGS.register("none")
+def _unscaled(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
+    """No scaling (Dr. GRPO)."""
+    return x.per_sequence
+
+
+@STD_SCALINGS.register(
+    "group_batch_whiten",
+    ScalingFacts(needs="group", whiten=True),
+    summary="Divided by the group's std + std_eps, then whitened over the batch (GDPO).",
+)
+@STD_SCALINGS.register("group", ScalingFacts(needs="group"))
+def _by_group_std(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
+    """Divided by the group's std + std_eps (GRPO; a group of one by 1 + std_eps)."""
+    stats = group_stats(x.scores, x.groups)
+    std = torch.where(stats.count == 1, torch.ones_like(stats.std), stats.std)
+    return x.per_sequence / (std + cfg.std_eps)
+
+
+@STD_SCALINGS.register("batch", ScalingFacts(needs="per_sequence"))
+def _by_batch_std(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
+    """Divided by the batch's reward std + std_eps (REINFORCE++ style)."""
+    return x.per_sequence / (_nan_std(x.scores) + cfg.std_eps)
+
+
+@STD_SCALINGS.register("batch_normalize", ScalingFacts(needs="per_sequence"))
+def _batch_normalized(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
+    """The advantages standardised over the batch: (Â − mean Â) / (std Â + std_eps)."""
+    return (x.per_sequence - x.per_sequence.nanmean()) / (_nan_std(x.per_sequence) + cfg.std_eps)
+
+
+def _group_adjustments(cfg: AdvantageConfig, per_sequence: torch.Tensor, x: AdvantageInputs) -> torch.Tensor:
+    """A group estimator's singleton rule and GPG's α, before the std scaling: (B,) -> (B,)."""
+    singleton = group_stats(x.scores, x.groups).count == 1
+    if cfg.singleton_groups == "raw":  # verl: baseline 0 and std 1 for a group of one
+        per_sequence = torch.where(singleton, x.scores, per_sequence)
+    else:
+        per_sequence = torch.where(singleton, torch.zeros_like(per_sequence), per_sequence)
+    if cfg.gpg_alpha != "none":
+        per_sequence = per_sequence * gpg_alpha(x.scores, x.groups, cfg.gpg_alpha)
+    return per_sequence
 
 
 def compute_advantages(
@@ -257,34 +343,34 @@ def compute_advantages(
     values: torch.Tensor | None = None,
     baselines: torch.Tensor | None = None,
 ) -> Advantages:
-    """Apply the configured estimator and scaling: the one place advantage toggles are read.
+    """Apply the configured estimator and std scaling: the one place advantage toggles are read.
 
-    token_rewards, mask, values: (B, T); values only for ``gae``. groups: the group size of the
-    contiguous layout of this module's docstring, or a (B,) group index. baselines: (B,) ReMax's
-    greedy-response reward per row, only for ``remax``. A row whose outcome reward is NaN is
-    unscorable: group and batch statistics leave it out and its advantage is 0.
+    token_rewards, mask, values: (B, T); values only for an estimator that needs the critic. groups:
+    the group size of the contiguous layout of this module's docstring, or a (B,) group index.
+    baselines: (B,) each row's baseline reward (ReMax's greedy response), only for an estimator that
+    needs baselines. A row whose outcome reward is NaN is unscorable: group and batch statistics
+    leave it out and its advantage is 0.
+
+    An estimator with one advantage per response (group and outcome kinds) returns (B,); a group
+    estimator's singleton rule and GPG's α apply, then the scaling's per-sequence step, and the value
+    is put on every token. A token-level estimator returns (B, T). A whitening scaling then whitens
+    the per-token advantages over the batch's scorable tokens.
     """
     scores = token_rewards.sum(dim=-1)  # (B,)
     unscorable = torch.isnan(scores)
-    token_rewards = torch.nan_to_num(token_rewards, nan=0.0)
-    if cfg.estimator in OUTCOME_ESTIMATORS:
-        if cfg.estimator == "remax":
-            if baselines is None:
-                raise ValueError("estimator 'remax' needs the greedy responses' rewards as baselines")
-            per_sequence = scores - baselines
-        else:
-            per_sequence = _group_advantages(cfg, scores, groups, mask.sum(dim=-1))
-        if cfg.std_scaling == "batch":
-            per_sequence = per_sequence / (_nan_std(scores) + cfg.std_eps)
-        elif cfg.std_scaling == "batch_normalize":
-            per_sequence = (per_sequence - per_sequence.nanmean()) / (_nan_std(per_sequence) + cfg.std_eps)
+    inputs = AdvantageInputs(
+        scores, torch.nan_to_num(token_rewards, nan=0.0), mask, groups, mask.sum(dim=-1), values, baselines
+    )
+    estimator, scaling = ADVANTAGE_ESTIMATORS[cfg.estimator], STD_SCALINGS[cfg.std_scaling]
+    result = estimator.function(inputs, cfg)
+    if estimator.facts.per_sequence:
+        per_sequence = result.advantages
+        if estimator.facts.kind == "group":
+            per_sequence = _group_adjustments(cfg, per_sequence, inputs)
+        per_sequence = scaling.function(ScalingInputs(per_sequence, scores, groups), cfg)
         per_sequence = torch.nan_to_num(per_sequence, nan=0.0)  # (B,)
-        result = Advantages(per_sequence.unsqueeze(-1) * mask)
-    elif cfg.estimator == "return":
-        result = Advantages(discounted_returns(token_rewards, mask, cfg.gamma))
-    else:
-        result = _gae_advantages(cfg, token_rewards, mask, values)
-    if cfg.std_scaling in ("batch_whiten", "group_batch_whiten"):
+        result = Advantages(per_sequence.unsqueeze(-1) * mask, result.returns)
+    if scaling.facts.whiten:
         scorable_mask = mask * (~unscorable).unsqueeze(-1)
         eps = cfg.whiten_eps if cfg.whiten_eps is not None else cfg.std_eps
         whitened = masked_whiten(result.advantages, scorable_mask, eps, cfg.whiten_keep_mean)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-AGGREGATIONS = ("token_mean", "token_sum", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm")
+from algos.config.registry import AGGREGATIONS
 
 
 @dataclass(frozen=True)
@@ -43,28 +43,53 @@ class Normalizer:
         return cls(float(mask.sum()), float(sequences), float(constant))
 
 
-def aggregate(loss: torch.Tensor, mask: torch.Tensor, mode: str, normalizer: Normalizer) -> torch.Tensor:
-    """Aggregate per-token ``loss`` (B, T) over real tokens of ``mask`` (B, T) into a scalar.
+@dataclass(frozen=True)
+class AggregationInputs:
+    """What every aggregation takes: token_sums (B,) Σ_t ℓ_{i,t} over each sequence's loss tokens, mask (B, T)
+    the loss tokens, and the mini-batch's :class:`Normalizer`."""
 
-    token_mean:               Σ_{i,t} ℓ_{i,t} / N_tokens                       (DAPO, VAPO)
-    token_sum:                Σ_{i,t} ℓ_{i,t}                                  (verl token-sum)
-    seq_mean_token_mean:      Σ_i (Σ_t ℓ_{i,t} / |o_i|) / N_seqs               (GRPO)
-    seq_mean_token_sum:       Σ_i Σ_t ℓ_{i,t} / N_seqs
-    seq_mean_token_sum_norm:  Σ_{i,t} ℓ_{i,t} / (N_seqs · MAX_TOKENS)          (Dr. GRPO)
+    token_sums: torch.Tensor
+    mask: torch.Tensor
+    normalizer: Normalizer
+
+
+@AGGREGATIONS.register("token_mean")
+def token_mean(x: AggregationInputs) -> torch.Tensor:
+    """Σ_{i,t} ℓ_{i,t} / N_tokens (DAPO, VAPO)."""
+    return x.token_sums.sum() / max(x.normalizer.num_tokens, 1.0)
+
+
+@AGGREGATIONS.register("token_sum")
+def token_sum(x: AggregationInputs) -> torch.Tensor:
+    """Σ_{i,t} ℓ_{i,t} (verl's token-sum)."""
+    return x.token_sums.sum()
+
+
+@AGGREGATIONS.register("seq_mean_token_mean")
+def seq_mean_token_mean(x: AggregationInputs) -> torch.Tensor:
+    """Σ_i (Σ_t ℓ_{i,t} / |o_i|) / N_seqs (GRPO)."""
+    lengths = x.mask.sum(dim=-1).clamp(min=1)
+    return (x.token_sums / lengths).sum() / max(x.normalizer.num_sequences, 1.0)
+
+
+@AGGREGATIONS.register("seq_mean_token_sum")
+def seq_mean_token_sum(x: AggregationInputs) -> torch.Tensor:
+    """Σ_i Σ_t ℓ_{i,t} / N_seqs."""
+    return x.token_sums.sum() / max(x.normalizer.num_sequences, 1.0)
+
+
+@AGGREGATIONS.register("seq_mean_token_sum_norm")
+def seq_mean_token_sum_norm(x: AggregationInputs) -> torch.Tensor:
+    """Σ_{i,t} ℓ_{i,t} / (N_seqs · MAX_TOKENS) (Dr. GRPO)."""
+    return x.token_sums.sum() / (max(x.normalizer.num_sequences, 1.0) * x.normalizer.constant)
+
+
+def aggregate(loss: torch.Tensor, mask: torch.Tensor, mode: str, normalizer: Normalizer) -> torch.Tensor:
+    """Aggregate per-token ``loss`` (B, T) over real tokens of ``mask`` (B, T) into a scalar: the member
+    ``mode`` of :data:`~algos.config.registry.AGGREGATIONS`.
 
     N_tokens, N_seqs and MAX_TOKENS come from ``normalizer`` (the whole mini-batch). A sequence with
     no loss token contributes 0.
     """
     token_sums = (loss * mask).sum(dim=-1)  # (B,)
-    if mode == "token_mean":
-        return token_sums.sum() / max(normalizer.num_tokens, 1.0)
-    if mode == "token_sum":
-        return token_sums.sum()
-    if mode == "seq_mean_token_mean":
-        lengths = mask.sum(dim=-1).clamp(min=1)
-        return (token_sums / lengths).sum() / max(normalizer.num_sequences, 1.0)
-    if mode == "seq_mean_token_sum":
-        return token_sums.sum() / max(normalizer.num_sequences, 1.0)
-    if mode == "seq_mean_token_sum_norm":
-        return token_sums.sum() / (max(normalizer.num_sequences, 1.0) * normalizer.constant)
-    raise ValueError(f"unknown aggregation '{mode}'; valid: {', '.join(AGGREGATIONS)}")
+    return AGGREGATIONS[mode].function(AggregationInputs(token_sums, mask, normalizer))

@@ -9,41 +9,78 @@ KL's (verl's straight-through ``+`` kinds). ``full`` is the exact KL over the vo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-KL_ESTIMATORS = ("k1", "k2", "k3", "abs")
-"""Estimators computed from the log-probabilities of the sampled tokens, each with its own gradient."""
-
-STRAIGHT_THROUGH_ESTIMATORS = ("k1+", "k3+")
-"""k1 / k3 values with k2's gradient."""
+from algos.config.registry import KL_ESTIMATORS, KlFacts
 
 
-def _sampled_estimate(log_r: torch.Tensor, estimator: str) -> torch.Tensor:
-    if estimator == "k1":
-        return -log_r
-    if estimator == "k2":
-        return 0.5 * log_r**2
-    if estimator == "k3":
-        return torch.exp(log_r) - log_r - 1.0
-    if estimator == "abs":
-        return log_r.abs()
-    valid = ", ".join((*KL_ESTIMATORS, *STRAIGHT_THROUGH_ESTIMATORS, "full"))
-    raise ValueError(f"unknown KL estimator '{estimator}'; valid: {valid}")
+@dataclass(frozen=True)
+class KlInputs:
+    """What every KL estimator takes: ``log_ratio`` (B, T) log π_ref − log π_θ of the sampled tokens (None
+    without reference log-probabilities), and ``exact`` (B, T) the exact per-token KL from the update's
+    logits where the run computes it (:func:`full_kl`)."""
+
+    log_ratio: torch.Tensor | None
+    exact: torch.Tensor | None = None
+
+
+@KL_ESTIMATORS.register("k1+", KlFacts(straight_through=True), summary="k1's value with k2's gradient (verl's k1+).")
+@KL_ESTIMATORS.register("k1")
+def k1(x: KlInputs) -> torch.Tensor:
+    """k1 = −log r: unbiased, can be negative."""
+    return -x.log_ratio
+
+
+@KL_ESTIMATORS.register("k2")
+def k2(x: KlInputs) -> torch.Tensor:
+    """k2 = ½ (log r)²: biased, its expected gradient is the KL's."""
+    return 0.5 * x.log_ratio**2
+
+
+@KL_ESTIMATORS.register("k3+", KlFacts(straight_through=True), summary="k3's value with k2's gradient (verl's k3+).")
+@KL_ESTIMATORS.register("k3")
+def k3(x: KlInputs) -> torch.Tensor:
+    """k3 = r − log r − 1: unbiased and always ≥ 0 (GRPO's Eq. 4)."""
+    return torch.exp(x.log_ratio) - x.log_ratio - 1.0
+
+
+@KL_ESTIMATORS.register("abs")
+def absolute(x: KlInputs) -> torch.Tensor:
+    """abs = |log r|."""
+    return x.log_ratio.abs()
+
+
+@KL_ESTIMATORS.register("full", KlFacts(exact=True))
+def exact(x: KlInputs) -> torch.Tensor:
+    """The exact KL over the vocabulary at every position, computed by the update from logits (:func:`full_kl`)."""
+    if x.exact is None:
+        raise ValueError("kl.estimator=full needs the exact per-token KL from the update's forward pass")
+    return x.exact
 
 
 def kl_estimate(
-    logprobs: torch.Tensor, ref_logprobs: torch.Tensor, estimator: str, clamp: float | None = None
+    logprobs: torch.Tensor,
+    ref_logprobs: torch.Tensor | None,
+    estimator: str,
+    clamp: float | None = None,
+    exact: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Per-token KL estimate (B, T) from ``logprobs`` and ``ref_logprobs`` (B, T).
+    """Per-token KL estimate (B, T) from ``logprobs`` and ``ref_logprobs`` (B, T); the one place an estimator is read.
 
     clamp: if given, the estimate is clamped to [−clamp, clamp] (verl clamps k3 at 10); None is exact.
+    exact: (B, T) the exact KL, for an estimator with ``exact`` (``full``).
+    A ``straight_through`` estimator has its value and k2's gradient.
     """
-    log_r = ref_logprobs - logprobs
-    straight_through = estimator.endswith("+")
-    kl = _sampled_estimate(log_r, estimator.removesuffix("+"))
+    member = KL_ESTIMATORS[estimator]
+    if ref_logprobs is None and not member.facts.exact:
+        raise ValueError(f"kl.estimator={estimator} needs reference log-probabilities")
+    log_r = None if ref_logprobs is None else ref_logprobs - logprobs
+    kl = member.function(KlInputs(log_r, exact))
     if clamp is not None:
         kl = kl.clamp(-clamp, clamp)
-    if not straight_through:
+    if not member.facts.straight_through:
         return kl
     k2 = 0.5 * log_r**2
     return k2 - k2.detach() + kl.detach()

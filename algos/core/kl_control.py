@@ -6,6 +6,7 @@ import dataclasses
 
 import torch
 
+from algos.config.registry import KL_ESTIMATORS
 from algos.config.schema import RLConfig
 from algos.core.kl import kl_estimate
 from algos.core.masked import masked_mean
@@ -22,8 +23,9 @@ def adapted_coef(coef: float, measured_kl: float, target: float, horizon: int, r
 
 def measured_kl(cfg: RLConfig, old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor, mask: torch.Tensor) -> float:
     """The batch's KL to the reference the controller reads: the mean over responses of each response's
-    token mean of the configured estimator (k3 for ``full``), from π_old and π_ref log-probabilities (B, T)."""
-    estimator = "k3" if cfg.kl.estimator == "full" else cfg.kl.estimator
+    token mean of the configured estimator (k3 for an exact one, which needs logits), from π_old and π_ref
+    log-probabilities (B, T)."""
+    estimator = "k3" if KL_ESTIMATORS[cfg.kl.estimator].facts.exact else cfg.kl.estimator
     per_token = kl_estimate(old_logprobs, ref_logprobs, estimator, cfg.kl.clamp)
     return masked_mean(per_token, mask, dim=-1).mean().item()
 

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 
 import torch
 
+from algos.config.registry import OBJECTIVES
 from algos.config.schema import RLConfig
 from algos.core.aggregation import Normalizer, aggregate
 from algos.core.filters import overlong_filter_mask
 from algos.core.kl import kl_estimate
 from algos.core.lm_loss import positive_example_nll
 from algos.core.masked import masked_mean
-from algos.core.objectives import policy_objective
+from algos.core.objectives import ObjectiveInputs, policy_objective
 from algos.core.ratios import importance_ratio
 from algos.core.token_masks import correction_weights, high_entropy_mask, off_policy_sequence_mask
 from algos.core.value import value_loss
@@ -85,17 +86,6 @@ class LossOutput:
     token_values: dict[str, torch.Tensor]
 
 
-def _kl_to_reference(cfg: RLConfig, batch: LossInputs) -> torch.Tensor:
-    """Per-token KL of the loss (B, T): the exact one for ``kl.estimator=full``, else the sampled estimate."""
-    if cfg.kl.estimator == "full":
-        if batch.full_kl is None:
-            raise ValueError("kl.estimator=full needs the exact per-token KL from the update's forward pass")
-        return batch.full_kl if cfg.kl.clamp is None else batch.full_kl.clamp(-cfg.kl.clamp, cfg.kl.clamp)
-    if batch.ref_logprobs is None:
-        raise ValueError("kl.placement=loss with kl.coef > 0 needs reference log-probabilities")
-    return kl_estimate(batch.logprobs, batch.ref_logprobs, cfg.kl.estimator, cfg.kl.clamp)
-
-
 def policy_mask(cfg: RLConfig, mask: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
     """The policy-loss mask (B, T): the response mask, minus truncated responses under overlong filtering."""
     if cfg.reward.overlong_filter:
@@ -120,12 +110,12 @@ def mini_batch_denominators(
 def loss_multipliers(cfg: RLConfig, batch: LossInputs, loss_mask: torch.Tensor) -> torch.Tensor | None:
     """Product of the per-token multipliers of the policy loss that are on (B, T), detached; None if none is.
 
-    Rollout-correction weights (not for VESPO, which folds them into its own weight), the
+    Rollout-correction weights (unless the objective folds them into its own weight), the
     high-entropy token mask and the off-policy sequence mask.
     """
     pl = cfg.policy_loss
     factors = []
-    if _corrects(cfg, batch) and pl.objective != "vespo":
+    if _corrects(cfg, batch) and not OBJECTIVES[pl.objective].facts.folds_correction:
         factors.append(_correction(cfg, batch, loss_mask))
     if pl.top_entropy_quantile < 1.0:
         if batch.entropy is None:
@@ -167,10 +157,15 @@ def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -
     pl = cfg.policy_loss
     loss_mask = policy_mask(cfg, batch.mask, batch.truncated)
     ratio = importance_ratio(pl.ratio_level, batch.logprobs, batch.old_logprobs, loss_mask, batch.group_expectation)
-    vespo_correction = _correction(cfg, batch, loss_mask) if _corrects(cfg, batch) and pl.objective == "vespo" else None
-    per_token, stats = policy_objective(
-        pl, batch.logprobs, batch.old_logprobs, ratio, batch.advantages, loss_mask, batch.token_draws, vespo_correction
+    folded = (
+        _correction(cfg, batch, loss_mask)
+        if _corrects(cfg, batch) and OBJECTIVES[pl.objective].facts.folds_correction
+        else None
     )
+    inputs = ObjectiveInputs(
+        batch.logprobs, batch.old_logprobs, ratio, batch.advantages, loss_mask, batch.token_draws, folded
+    )
+    per_token, stats = policy_objective(pl, inputs)
     multipliers = loss_multipliers(cfg, batch, loss_mask)
     if multipliers is not None:
         per_token = per_token * multipliers
@@ -193,7 +188,7 @@ def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -
             kl_estimate(batch.logprobs.detach(), batch.ref_logprobs, "k3"), batch.mask
         ).item()
     if cfg.kl_in_loss:
-        kl = _kl_to_reference(cfg, batch)
+        kl = kl_estimate(batch.logprobs, batch.ref_logprobs, cfg.kl.estimator, cfg.kl.clamp, batch.full_kl)
         if cfg.kl.importance_weighted:
             kl = kl * ratio
         kl_loss = aggregate(kl, loss_mask, pl.aggregation, denominators.policy)

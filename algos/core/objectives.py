@@ -1,25 +1,43 @@
-"""Per-token policy losses other than PPO's clipped surrogate, and the one dispatch that picks one.
+"""The policy objectives (``policy_loss.objective``): PPO's clipped surrogate and the others, and the one dispatch.
 
-Every function takes per-token tensors (B, T) — ``logprobs`` log π_θ of the sampled tokens (with
-gradient), ``old_logprobs`` log π_old, ``ratio`` the importance ratio at the configured level,
-``advantages``, ``mask`` 1 on loss tokens — and returns the per-token loss (B, T), to be aggregated
-like the clipped surrogate's, with :class:`~algos.core.surrogate.SurrogateStats`. The objectives that
-multiply log π_θ by a detached weight (CISPO, REINFORCE, DPPO, VESPO) have the gradient of the
-weighted policy gradient, not of a ratio.
+Every objective is a member of :data:`~algos.config.registry.OBJECTIVES` with one signature: it takes
+an :class:`ObjectiveInputs` and the ``policy_loss`` config and returns the per-token loss (B, T), to
+be aggregated like the clipped surrogate's, with :class:`~algos.core.surrogate.SurrogateStats`. The
+objectives that multiply log π_θ by a detached weight (CISPO, REINFORCE, DPPO, VESPO) have the
+gradient of the weighted policy gradient, not of a ratio.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
+from algos.config.registry import OBJECTIVES, ObjectiveFacts
 from algos.config.schema import PolicyLossConfig
 from algos.core.masked import masked_mean
 from algos.core.surrogate import SurrogateStats, clipped_surrogate
 
 LOG_RATIO_BOUND = 20.0
 """Log-ratios are clamped to ±20 before exponentiation where the peers do (SAPO, CISPO, DPPO, VESPO)."""
+
+
+@dataclass(frozen=True)
+class ObjectiveInputs:
+    """What every objective takes, all (B, T): ``logprobs`` log π_θ of the sampled tokens (with
+    gradient), ``old_logprobs`` log π_old, ``ratio`` the importance ratio at the configured level,
+    ``advantages``, ``mask`` 1 on loss tokens. ``generator``: the random stream of objectives that draw
+    tokens (Clip-Cov). ``correction``: rollout-correction weights, given only to an objective that
+    folds them into its own weight (``folds_correction``)."""
+
+    logprobs: torch.Tensor
+    old_logprobs: torch.Tensor
+    ratio: torch.Tensor
+    advantages: torch.Tensor
+    mask: torch.Tensor
+    generator: torch.Generator | None = None
+    correction: torch.Tensor | None = None
 
 
 def _stats(low: torch.Tensor, high: torch.Tensor, mask: torch.Tensor, up: torch.Tensor | None = None) -> SurrogateStats:
@@ -33,46 +51,40 @@ def _stats(low: torch.Tensor, high: torch.Tensor, mask: torch.Tensor, up: torch.
         )
 
 
-def cispo(
-    logprobs: torch.Tensor,
-    ratio: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    eps_low: float,
-    eps_high: float,
-) -> tuple[torch.Tensor, SurrogateStats]:
+@OBJECTIVES.register("clip", ObjectiveFacts(dual_clip=True))
+def clip(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
+    """PPO's clipped surrogate (PPO, GRPO, DAPO), dual-clipped when ``dual_clip_c`` is set (:func:`clipped_surrogate`)."""
+    return clipped_surrogate(x.ratio, x.advantages, x.mask, cfg.clip_eps_low, cfg.clip_eps_high, cfg.dual_clip_c)
+
+
+@OBJECTIVES.register("cispo")
+def cispo(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
     """CISPO (MiniMax-M1 Eq. 4): ℓ = −sg[clip(r, 1 − ε_low, 1 + ε_high)] · Â · log π_θ.
 
     The weight is clipped and detached, so no token loses its gradient (PPO's clip zeroes it).
     TRL's ``cispo`` clips only above at ε_high (an absolute cap): ε_low = 1 and 1 + ε_high = that cap.
     """
-    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high)
-    loss = -clipped.detach() * advantages * logprobs
-    return loss, _stats(ratio < 1.0 - eps_low, ratio > 1.0 + eps_high, mask)
+    eps_low, eps_high = cfg.clip_eps_low, cfg.clip_eps_high
+    clipped = torch.clamp(x.ratio, 1.0 - eps_low, 1.0 + eps_high)
+    loss = -clipped.detach() * x.advantages * x.logprobs
+    return loss, _stats(x.ratio < 1.0 - eps_low, x.ratio > 1.0 + eps_high, x.mask)
 
 
-def sapo(
-    ratio: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, tau_pos: float, tau_neg: float
-) -> tuple[torch.Tensor, SurrogateStats]:
+@OBJECTIVES.register("sapo")
+def sapo(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
     """SAPO: ℓ = −f(r) · Â with the soft gate f(r) = 4 σ(τ (r − 1)) / τ, τ = τ_pos for Â > 0 else τ_neg.
 
     f(1) = 2/τ and f'(1) = 1, so on-policy it has PPO's gradient; far from 1 it decays smoothly
     instead of being cut off. Nothing is clipped (both fractions are 0).
     """
-    tau = torch.where(advantages > 0, tau_pos, tau_neg).to(ratio.dtype)
-    gate = torch.sigmoid(tau * (ratio - 1.0)) * 4.0 / tau
-    none = torch.zeros_like(mask, dtype=torch.bool)
-    return -gate * advantages, _stats(none, none, mask)
+    tau = torch.where(x.advantages > 0, cfg.sapo_tau_pos, cfg.sapo_tau_neg).to(x.ratio.dtype)
+    gate = torch.sigmoid(tau * (x.ratio - 1.0)) * 4.0 / tau
+    none = torch.zeros_like(x.mask, dtype=torch.bool)
+    return -gate * x.advantages, _stats(none, none, x.mask)
 
 
-def gmpo(
-    logprobs: torch.Tensor,
-    old_logprobs: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    eps_low: float,
-    eps_high: float,
-) -> tuple[torch.Tensor, SurrogateStats]:
+@OBJECTIVES.register("gmpo", ObjectiveFacts(token_ratio_only=True))
+def gmpo(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
     """GMPO: ℓ_i = −Â_i · exp(mean_t sgn(Â) · min(sgn(Â) log r_t, sgn(Â) clip(log r_t, log(1 − ε_low), log(1 + ε_high)))).
 
     The sequence's geometric-mean ratio of its token ratios, each clipped in log space on the side
@@ -80,24 +92,30 @@ def gmpo(
     loss is broadcast over the sequence's tokens (B, T), so a per-sequence mean of token means
     (``seq_mean_token_mean``) gives the paper's mean over responses.
     """
-    log_ratio = logprobs - old_logprobs
+    eps_low, eps_high = cfg.clip_eps_low, cfg.clip_eps_high
+    log_ratio = x.logprobs - x.old_logprobs
     low, high = math.log(1.0 - eps_low) if eps_low < 1.0 else -math.inf, math.log1p(eps_high)
     clipped = torch.clamp(log_ratio, low, high)
-    sign = torch.sign(advantages)
+    sign = torch.sign(x.advantages)
     pessimistic = sign * torch.minimum(sign * log_ratio, sign * clipped)
-    mean_log_ratio = masked_mean(pessimistic, mask, dim=-1)  # (B,)
-    sequence_advantage = masked_mean(advantages, mask, dim=-1)  # (B,)
-    loss = (-sequence_advantage * torch.exp(mean_log_ratio)).unsqueeze(-1).expand_as(logprobs)
+    mean_log_ratio = masked_mean(pessimistic, x.mask, dim=-1)  # (B,)
+    sequence_advantage = masked_mean(x.advantages, x.mask, dim=-1)  # (B,)
+    loss = (-sequence_advantage * torch.exp(mean_log_ratio)).unsqueeze(-1).expand_as(x.logprobs)
     moved = log_ratio != clipped
-    return loss, _stats(moved & (advantages < 0), moved & (advantages > 0), mask)
+    return loss, _stats(moved & (x.advantages < 0), moved & (x.advantages > 0), x.mask)
 
 
-def reinforce(
+def _reinforce(
     logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor
 ) -> tuple[torch.Tensor, SurrogateStats]:
-    """Plain REINFORCE / GPG: ℓ = −Â · log π_θ, no importance ratio and nothing clipped."""
     none = torch.zeros_like(mask, dtype=torch.bool)
     return -advantages * logprobs, _stats(none, none, mask)
+
+
+@OBJECTIVES.register("reinforce")
+def reinforce(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
+    """Plain REINFORCE / GPG: ℓ = −Â · log π_θ, no importance ratio and nothing clipped."""
+    return _reinforce(x.logprobs, x.advantages, x.mask)
 
 
 def _covariance(advantages: torch.Tensor, logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -106,30 +124,23 @@ def _covariance(advantages: torch.Tensor, logprobs: torch.Tensor, mask: torch.Te
     return (advantages - masked_mean(advantages, mask)) * (logprobs - masked_mean(logprobs, mask))
 
 
-def clip_cov(
-    ratio: torch.Tensor,
-    logprobs: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    eps_low: float,
-    eps_high: float,
-    cov_ratio: float,
-    bounds: tuple[float, float],
-    generator: torch.Generator | None,
-    dual_clip_c: float | None = None,
-) -> tuple[torch.Tensor, SurrogateStats]:
+@OBJECTIVES.register("clip_cov", ObjectiveFacts(one_pass=True, dual_clip=True))
+def clip_cov(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
     """Clip-Cov (Cui et al. 2025, Eq. 11): the clipped surrogate with ⌊cov_ratio · N⌋ tokens (at least one)
     detached, drawn at random (``generator``) among the real tokens the clip leaves alone whose
-    covariance lies strictly inside ``bounds``. N counts the real tokens of ``mask``. clip_frac_high
-    reports the detached share."""
-    loss, stats = clipped_surrogate(ratio, advantages, mask, eps_low, eps_high, dual_clip_c)
+    covariance lies strictly inside ``clip_cov_bounds``. N counts the real tokens of ``mask``.
+    clip_frac_high reports the detached share."""
+    ratio, advantages, mask = x.ratio, x.advantages, x.mask
+    eps_low, eps_high = cfg.clip_eps_low, cfg.clip_eps_high
+    loss, stats = clipped_surrogate(ratio, advantages, mask, eps_low, eps_high, cfg.dual_clip_c)
     real = mask > 0
     clipped_by_ratio = (-advantages * torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) > -advantages * ratio) & real
-    covariance = _covariance(advantages, logprobs, mask)
+    covariance = _covariance(advantages, x.logprobs, mask)
+    bounds = cfg.clip_cov_bounds
     candidates = (covariance > bounds[0]) & (covariance < bounds[1]) & real & ~clipped_by_ratio
     positions = candidates.nonzero()
-    count = min(max(int(cov_ratio * float(mask.sum())), 1), positions.shape[0])
-    chosen = positions[torch.randperm(positions.shape[0], generator=generator)[:count]]
+    count = min(max(int(cfg.cov_ratio * float(mask.sum())), 1), positions.shape[0])
+    chosen = positions[torch.randperm(positions.shape[0], generator=x.generator)[:count]]
     keep = torch.ones_like(loss)
     keep[chosen[:, 0], chosen[:, 1]] = 0.0
     detached = keep == 0
@@ -138,51 +149,38 @@ def clip_cov(
     )
 
 
-def kl_cov(
-    ratio: torch.Tensor,
-    logprobs: torch.Tensor,
-    old_logprobs: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    cov_ratio: float,
-    coef: float,
-) -> tuple[torch.Tensor, SurrogateStats]:
-    """KL-Cov (Cui et al. 2025, Eq. 12): ℓ = −Â · r, plus coef · |log r| on the ⌊cov_ratio · N⌋ tokens
+@OBJECTIVES.register("kl_cov", ObjectiveFacts(one_pass=True))
+def kl_cov(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
+    """KL-Cov (Cui et al. 2025, Eq. 12): ℓ = −Â · r, plus kl_cov_coef · |log r| on the ⌊cov_ratio · N⌋ tokens
     (at least one) of largest covariance between Â and log π. No ratio clip; clip_frac_high reports
     the penalised share."""
-    loss = -advantages * ratio
-    covariance = _covariance(advantages, logprobs, mask).masked_fill(mask <= 0, -math.inf)
+    mask = x.mask
+    loss = -x.advantages * x.ratio
+    covariance = _covariance(x.advantages, x.logprobs, mask).masked_fill(mask <= 0, -math.inf)
     real = int(mask.sum())
     penalised = torch.zeros_like(mask, dtype=torch.bool)
     if real:
-        count = max(1, int(real * cov_ratio))
+        count = max(1, int(real * cfg.cov_ratio))
         flat = covariance.flatten().topk(count).indices
         penalised.view(-1)[flat] = True
-    loss = torch.where(penalised, loss + coef * (logprobs - old_logprobs).abs(), loss)
+    loss = torch.where(penalised, loss + cfg.kl_cov_coef * (x.logprobs - x.old_logprobs).abs(), loss)
     none = torch.zeros_like(mask, dtype=torch.bool)
     return loss, _stats(none, penalised, mask, up=none)
 
 
-def dppo(
-    logprobs: torch.Tensor,
-    old_logprobs: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    divergence: str,
-    thresholds: tuple[float, float],
-    ratio_cap: float,
-) -> tuple[torch.Tensor, SurrogateStats]:
+def _dppo(x: ObjectiveInputs, cfg: PolicyLossConfig, divergence: str) -> tuple[torch.Tensor, SurrogateStats]:
     """DPPO-Binary (arXiv 2602.04879): ℓ = −Â · sg[min(r, cap)] · log π_θ on the tokens inside the trust region.
 
-    A token with Â > 0 stays while its divergence is at most ``thresholds[1]``, one with Â ≤ 0 while
-    it is at most ``thresholds[0]``. divergence tv: π − π_old (signed: above for Â > 0, below for
-    Â ≤ 0). kl: the binary KL between Bernoulli(π_old) and Bernoulli(π), counted only when π moved
-    in the advantage's direction. clip_frac_high reports the share outside the region.
+    A token with Â > 0 stays while its divergence is at most ``dppo_thresholds[1]``, one with Â ≤ 0
+    while it is at most ``dppo_thresholds[0]``. divergence tv: π − π_old (signed: above for Â > 0,
+    below for Â ≤ 0). kl: the binary KL between Bernoulli(π_old) and Bernoulli(π), counted only when
+    π moved in the advantage's direction. clip_frac_high reports the share outside the region.
     """
+    logprobs, old_logprobs, advantages = x.logprobs, x.old_logprobs, x.advantages
     log_ratio = torch.clamp(logprobs - old_logprobs, -LOG_RATIO_BOUND, LOG_RATIO_BOUND)
     ratio = torch.exp(log_ratio)
     prob, old_prob = torch.exp(logprobs), torch.exp(old_logprobs)
-    low, high = thresholds
+    low, high = cfg.dppo_thresholds
     if divergence == "tv":
         up_ok, down_ok = (prob - old_prob) <= high, (prob - old_prob) >= -low
     else:
@@ -191,9 +189,21 @@ def dppo(
         )
         up_ok, down_ok = (binary_kl <= high) | (prob <= old_prob), (binary_kl <= low) | (prob >= old_prob)
     valid = torch.where(advantages > 0, up_ok, down_ok).detach()
-    loss = -advantages * torch.clamp(ratio, max=ratio_cap).detach() * logprobs * valid
-    none = torch.zeros_like(mask, dtype=torch.bool)
-    return loss, _stats(none, ~valid, mask, up=none)
+    loss = -advantages * torch.clamp(ratio, max=cfg.dppo_ratio_cap).detach() * logprobs * valid
+    none = torch.zeros_like(x.mask, dtype=torch.bool)
+    return loss, _stats(none, ~valid, x.mask, up=none)
+
+
+@OBJECTIVES.register("dppo_tv")
+def dppo_tv(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
+    """DPPO-Binary with the total-variation trust region (:func:`_dppo`)."""
+    return _dppo(x, cfg, "tv")
+
+
+@OBJECTIVES.register("dppo_kl")
+def dppo_kl(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
+    """DPPO-Binary with the binary-KL trust region (:func:`_dppo`)."""
+    return _dppo(x, cfg, "kl")
 
 
 def vespo_weight(
@@ -224,51 +234,13 @@ def vespo_weight(
         return phi.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
 
 
-def policy_objective(
-    cfg: PolicyLossConfig,
-    logprobs: torch.Tensor,
-    old_logprobs: torch.Tensor,
-    ratio: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    generator: torch.Generator | None = None,
-    correction: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, SurrogateStats]:
-    """The configured per-token policy loss (B, T) and its stats; the one place ``policy_loss.objective`` is read.
+@OBJECTIVES.register("vespo", ObjectiveFacts(token_ratio_only=True, folds_correction=True))
+def vespo(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
+    """VESPO: ℓ = −φ(w) · Â · log π_θ, φ the gamma weight of the sequence ratio w (:func:`vespo_weight`; TRL)."""
+    phi = vespo_weight(x.logprobs, x.old_logprobs, x.advantages, x.mask, cfg.vespo_k, cfg.vespo_lambda, x.correction)
+    return _reinforce(x.logprobs, phi * x.advantages, x.mask)
 
-    correction: (B, T) rollout-correction weights, which VESPO folds into its sequence weight.
-    """
-    eps_low, eps_high = cfg.clip_eps_low, cfg.clip_eps_high
-    match cfg.objective:
-        case "clip":
-            return clipped_surrogate(ratio, advantages, mask, eps_low, eps_high, cfg.dual_clip_c)
-        case "cispo":
-            return cispo(logprobs, ratio, advantages, mask, eps_low, eps_high)
-        case "sapo":
-            return sapo(ratio, advantages, mask, cfg.sapo_tau_pos, cfg.sapo_tau_neg)
-        case "gmpo":
-            return gmpo(logprobs, old_logprobs, advantages, mask, eps_low, eps_high)
-        case "reinforce":
-            return reinforce(logprobs, advantages, mask)
-        case "clip_cov":
-            return clip_cov(
-                ratio,
-                logprobs,
-                advantages,
-                mask,
-                eps_low,
-                eps_high,
-                cfg.cov_ratio,
-                cfg.clip_cov_bounds,
-                generator,
-                cfg.dual_clip_c,
-            )
-        case "kl_cov":
-            return kl_cov(ratio, logprobs, old_logprobs, advantages, mask, cfg.cov_ratio, cfg.kl_cov_coef)
-        case "dppo_tv" | "dppo_kl":
-            divergence = cfg.objective.removeprefix("dppo_")
-            return dppo(logprobs, old_logprobs, advantages, mask, divergence, cfg.dppo_thresholds, cfg.dppo_ratio_cap)
-        case "vespo":
-            phi = vespo_weight(logprobs, old_logprobs, advantages, mask, cfg.vespo_k, cfg.vespo_lambda, correction)
-            return reinforce(logprobs, phi * advantages, mask)
-    raise ValueError(f"unknown policy objective '{cfg.objective}'")
+
+def policy_objective(cfg: PolicyLossConfig, inputs: ObjectiveInputs) -> tuple[torch.Tensor, SurrogateStats]:
+    """The configured objective's per-token loss (B, T) and stats; the one place ``policy_loss.objective`` is read."""
+    return OBJECTIVES[cfg.objective].function(inputs, cfg)

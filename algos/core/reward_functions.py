@@ -1,18 +1,19 @@
 """Reward functions and how several of them combine into one outcome reward per response.
 
-A reward function maps the graded responses of a batch to one value per response (B,), NaN where
-it cannot score one. ``reward.functions`` names the functions and their weights; ``reward.combine``
+A reward function, a member of :data:`~algos.config.registry.REWARD_FUNCTIONS`, maps the graded
+responses of a batch (:class:`Graded`) and the config to one value per response (B,), NaN where it
+cannot score one. ``reward.functions`` names the functions and their weights; ``reward.combine``
 sums the weighted values (``sum_then_normalize``) or standardises each within its group first
 (``normalize_then_sum``, TRL's multi-objective aggregation and GDPO's decoupled normalisation).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
+from algos.config.registry import REWARD_FUNCTIONS
 from algos.config.schema import RLConfig
 from algos.core.advantages import Groups, group_stats
 from algos.core.shaping import correctness_reward
@@ -29,27 +30,22 @@ class Graded:
     truncated: torch.Tensor
 
 
-def correctness(cfg: RLConfig, graded: Graded) -> torch.Tensor:
+@REWARD_FUNCTIONS.register("correctness")
+def correctness(graded: Graded, cfg: RLConfig) -> torch.Tensor:
     """reward.correct / reward.incorrect by the verifier's verdict; NaN where it gave none."""
     values = correctness_reward(graded.correct, cfg.reward.correct, cfg.reward.incorrect)
     return torch.where(graded.scorable, values, torch.full_like(values, torch.nan))
 
 
-def finished(cfg: RLConfig, graded: Graded) -> torch.Tensor:
+@REWARD_FUNCTIONS.register("finished")
+def finished(graded: Graded, cfg: RLConfig) -> torch.Tensor:
     """1 for a response that ended within the generation budget, 0 for one cut off."""
     return (~graded.truncated).to(torch.get_default_dtype())
 
 
-REWARD_FUNCTIONS: dict[str, Callable[[RLConfig, Graded], torch.Tensor]] = {
-    "correctness": correctness,
-    "finished": finished,
-}
-"""Name (a key of ``reward.functions``) -> function."""
-
-
 def reward_matrix(cfg: RLConfig, graded: Graded) -> torch.Tensor:
     """Every configured function's rewards, (B, K) in the order of ``reward.functions``."""
-    return torch.stack([REWARD_FUNCTIONS[name](cfg, graded) for name in cfg.reward.functions], dim=-1)
+    return torch.stack([REWARD_FUNCTIONS[name].function(graded, cfg) for name in cfg.reward.functions], dim=-1)
 
 
 def combine_rewards(cfg: RLConfig, rewards: torch.Tensor, groups: Groups) -> torch.Tensor:

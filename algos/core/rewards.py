@@ -56,12 +56,10 @@ def token_rewards(
 
 
 def keep_groups(cfg: RLConfig, correct: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-    """Dynamic sampling's keep mask (P,): all True when dynamic sampling is off.
+    """Dynamic sampling's keep mask (P,): the informative groups.
 
     correct: (B,) bool; scores: (B,) final rewards. Filters on correctness unless configured
     to filter on the reward.
     """
-    if not cfg.dynamic_sampling.enabled:
-        return torch.ones(correct.numel() // cfg.rollout.group_size, dtype=torch.bool, device=correct.device)
     metric = correct.float() if cfg.dynamic_sampling.filter_on == "correctness" else scores
     return informative_groups(metric, cfg.rollout.group_size)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -22,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from algos.config.registry import ADVANTAGE_ESTIMATORS
 from algos.config.schema import RLConfig
 from algos.core.advantages import compute_advantages, discounted_returns
 from algos.core.masked import masked_mean
@@ -205,7 +207,7 @@ def _sample_round(
     rows = slice(mine.start * group, mine.stop * group)
     my_problems = problems[mine]
     baselines = None
-    if cfg.advantage.estimator == "remax":
+    if ADVANTAGE_ESTIMATORS[cfg.advantage.estimator].facts.needs_baselines:
         answers = [p.answer for p in my_problems]
         greedy = _greedy_baselines(
             cfg, model, tokenizer, task, prompt_ids.to(device), prompt_mask.to(device), answers, processes, mine
@@ -243,19 +245,42 @@ MAX_ROUND_PROMPTS = 8
 
 
 def round_prompts(cfg: RLConfig, kept_groups: int, sampled_groups: int) -> int:
-    """Prompts the next sampling round draws, given the informative groups kept and groups sampled so far.
-
-    Without dynamic sampling: P. With it: ``oversample`` times the groups still missing, divided by
-    the share of groups kept so far (1 before the first round), at most ``MAX_ROUND_PROMPTS`` * P.
+    """Prompts dynamic sampling's next round draws, given the informative groups kept and groups sampled so far:
+    ``oversample`` times the groups still missing, divided by the share of groups kept so far (1 before
+    the first round), at most ``MAX_ROUND_PROMPTS`` * P.
     """
     wanted = cfg.rollout.prompts_per_step
-    if not cfg.dynamic_sampling.enabled:
-        return wanted
     keep_rate = kept_groups / sampled_groups if sampled_groups else 1.0
     most = MAX_ROUND_PROMPTS * wanted
     if keep_rate == 0:
         return most
     return min(most, math.ceil(cfg.dynamic_sampling.oversample * (wanted - kept_groups) / keep_rate))
+
+
+def sample_groups(
+    cfg: RLConfig, sample_round: Callable[[int, int], _Sampled]
+) -> tuple[list[_Sampled], list[_Sampled], int]:
+    """The step's groups: the one place ``dynamic_sampling`` is read.
+
+    ``sample_round(index, prompts)`` samples round ``index`` (from 1) of ``prompts`` prompts x G
+    responses. Without dynamic sampling: one round of P prompts, every group kept. With it (DAPO
+    Algorithm 1): rounds of :func:`round_prompts` prompts, keeping the informative groups
+    (:func:`~algos.core.rewards.keep_groups`), until P are kept or ``max_rounds`` is reached.
+    Returns every round's responses, each round's kept rows, and the number of groups kept.
+    """
+    group, wanted = cfg.rollout.group_size, cfg.rollout.prompts_per_step
+    if not cfg.dynamic_sampling.enabled:
+        sampled = sample_round(1, wanted)
+        return [sampled], [sampled.rows(torch.arange(wanted * group, device=sampled.correct.device))], wanted
+    generated, kept, kept_groups = [], [], 0
+    while len(generated) < cfg.dynamic_sampling.max_rounds and kept_groups < wanted:
+        prompts = round_prompts(cfg, kept_groups, sum(g.correct.numel() for g in generated) // group)
+        sampled = sample_round(len(generated) + 1, prompts)
+        generated.append(sampled)
+        keep = keep_groups(cfg, sampled.correct, sampled.scores).repeat_interleave(group)  # (prompts*G,)
+        kept.append(sampled.rows(keep.nonzero().squeeze(-1)))
+        kept_groups += int(keep.sum()) // group
+    return generated, kept, kept_groups
 
 
 def rollout_metrics(sampled: _Sampled, group_size: int) -> dict[str, float]:
@@ -318,18 +343,13 @@ def collect_rollout(
     group, wanted = cfg.rollout.group_size, cfg.rollout.prompts_per_step
     sampler.eval()
     started = time.perf_counter()
-    rounds, kept_groups, generated, kept = 0, 0, [], []
-    while True:
-        rounds += 1
-        prompts = round_prompts(cfg, kept_groups, sum(g.correct.numel() for g in generated) // group)
-        seed = derive_seed(step_seed, "round", rounds)
-        sampled = _sample_round(cfg, sampler, tokenizer, task, chat, seed, prompts, processes)
-        generated.append(sampled)
-        keep = keep_groups(cfg, sampled.correct, sampled.scores).repeat_interleave(group)  # (prompts*G,)
-        kept.append(sampled.rows(keep.nonzero().squeeze(-1)))
-        kept_groups += int(keep.sum()) // group
-        if not cfg.dynamic_sampling.enabled or kept_groups >= wanted or rounds >= cfg.dynamic_sampling.max_rounds:
-            break
+
+    def sample_round(index: int, prompts: int) -> _Sampled:
+        seed = derive_seed(step_seed, "round", index)
+        return _sample_round(cfg, sampler, tokenizer, task, chat, seed, prompts, processes)
+
+    generated, kept, kept_groups = sample_groups(cfg, sample_round)
+    rounds = len(generated)
     gen_seconds = time.perf_counter() - started
     everything = _concat(generated, tokenizer.pad_token_id)
     total_groups = everything.correct.numel() // group

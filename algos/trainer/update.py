@@ -26,6 +26,7 @@ import torch
 from accelerate import Accelerator
 from transformers import PreTrainedModel
 
+from algos.config.registry import KL_ESTIMATORS
 from algos.config.schema import RLConfig
 from algos.core.kl import full_kl
 from algos.core.logprobs import entropy_from_logits, token_logprobs
@@ -146,7 +147,7 @@ def _loss_inputs(
     exact_kl = None
     if critic_only:
         logprobs, entropy = batch.old_logprobs[rows, :width], None
-    elif cfg.kl_in_loss and cfg.kl.estimator == "full":
+    elif cfg.kl_in_loss and KL_ESTIMATORS[cfg.kl.estimator].facts.exact:
         logprobs, entropy, exact_kl = _logprobs_with_full_kl(cfg, learner, sequences, share_prompts)
     else:
         logprobs, entropy = response_logprobs(

@@ -129,7 +129,7 @@ def test_default_reward_is_the_correctness_value_and_the_penalty_factor_scales_s
             ["advantage.estimator=remax", "advantage.std_scaling=none", "advantage.gpg_alpha=informative"],
             "advantage.gpg_alpha rescales group advantages",
         ),
-        (["reward.functions={length: 1.0}"], "'reward.functions.length.[key]' = 'length' is not a valid choice"),
+        (["reward.functions={length: 1.0}"], "'reward.functions' = 'length' is not a valid reward function; valid choices: correctness, finished"),
     ],
 )
 def test_bad_combinations_fail_at_config_time_naming_the_keys(overrides, message):

@@ -2,7 +2,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from algos.core.aggregation import AGGREGATIONS, Normalizer, aggregate
+from algos.config.registry import AGGREGATIONS
+from algos.core.aggregation import Normalizer, aggregate
 
 LOSS = torch.tensor([[1.0, 2.0, 3.0], [4.0, 9.0, 9.0]], dtype=torch.float64)
 MASK = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]], dtype=torch.float64)
@@ -32,7 +33,7 @@ def test_empty_sequences_counted_or_not():
     assert_close(aggregate(LOSS, mask, "seq_mean_token_mean", Normalizer.from_mask(mask)), torch.tensor(1.0))
 
 
-@pytest.mark.parametrize("mode", AGGREGATIONS)
+@pytest.mark.parametrize("mode", AGGREGATIONS.names())
 def test_micro_batches_add_up_to_the_mini_batch(mode):
     lengths = torch.tensor([5, 1, 3, 4, 2, 5, 0, 3])
     mask = (torch.arange(5) < lengths.unsqueeze(-1)).double()

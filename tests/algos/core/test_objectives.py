@@ -10,7 +10,7 @@ from algos.config.schema import PolicyLossConfig
 from algos.core.aggregation import Normalizer, aggregate
 from algos.core.kl import full_kl, kl_estimate
 from algos.core.kl_control import adapted_coef
-from algos.core.objectives import policy_objective, vespo_weight
+from algos.core.objectives import ObjectiveInputs, policy_objective, vespo_weight
 from algos.core.ratios import importance_ratio
 from algos.core.token_masks import correction_weights, high_entropy_mask, off_policy_sequence_mask
 
@@ -24,7 +24,7 @@ def one_token(log_ratio: float, advantage: float, logprob: float = -1.0):
 def objective(name, logprobs, old, advantages, mask, **settings):
     cfg = PolicyLossConfig(objective=name, **settings)
     ratio = importance_ratio(cfg.ratio_level, logprobs, old, mask)
-    return policy_objective(cfg, logprobs, old, ratio, advantages, mask, torch.Generator().manual_seed(0))
+    return policy_objective(cfg, ObjectiveInputs(logprobs, old, ratio, advantages, mask, torch.Generator().manual_seed(0)))
 
 
 def test_cispo_clips_the_weight_but_keeps_the_gradient():

@@ -24,8 +24,6 @@ def test_round_prompts_over_samples_by_the_share_kept_so_far():
     assert rollout.round_prompts(cfg, kept_groups=2, sampled_groups=6) == 9  # ceil(1.5 * 2 / (2/6))
     assert rollout.round_prompts(cfg, kept_groups=0, sampled_groups=6) == 32  # nothing kept yet: the most
     assert rollout.round_prompts(cfg, kept_groups=1, sampled_groups=100) == 32  # capped at 8 * P
-    off = config(**{"dynamic_sampling.enabled": "false"})
-    assert rollout.round_prompts(off, kept_groups=0, sampled_groups=0) == 4
 
 
 class ScriptedRounds:
