@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import functools
 import json
 import logging
 import resource
@@ -268,6 +269,84 @@ def _critic_probe(
     return {key: value for key, value in batch.metrics.items() if key.startswith("critic/")}
 
 
+@dataclass
+class _Run:
+    """What one run holds between its steps: its config and task, the learner and the models around it,
+    where it writes, and the counters a checkpoint keeps.
+
+    sampler: serves π_old (the policy ``rollout.policy_staleness`` updates ago); its ``policy`` is the bare
+    policy that samples, scores and evaluates (no DDP wrapper: it takes no gradient). latest: the
+    newest checkpoint (None before a fresh run's first). start: the first step to train.
+    """
+
+    cfg: RLConfig
+    out: Path
+    task: TaskData
+    accelerator: Accelerator
+    processes: Processes
+    learner: Learner
+    tokenizer: PreTrainedTokenizerBase
+    chat: bool
+    sampler: _StalePolicy
+    tracker: Tracker
+    latest: Checkpoint | None
+    start: int
+    kl_coef: float
+    train_seconds: float
+    samples_generated: int
+
+    @property
+    def main(self) -> bool:
+        return self.processes.is_main
+
+    @property
+    def policy(self) -> PreTrainedModel:
+        return self.sampler.policy
+
+    @property
+    def critic(self) -> PreTrainedModel | None:
+        """The bare critic, or None without one."""
+        return self.accelerator.unwrap_model(self.learner.critic) if self.learner.critic is not None else None
+
+    def evaluate(self, step: int) -> dict[str, float]:
+        return evaluate(self.cfg, self.policy, self.tokenizer, self.task, self.chat, step, self.processes)
+
+    def log(self, step: int, metrics: dict[str, float], name: str = run_files.METRICS_FILE) -> None:
+        """A step's metrics (a critic phase's, with ``name``) to the run's file (main process) and the tracker."""
+        if self.main:
+            run_files.append_metrics(self.out, step, metrics, name)
+        self.tracker.log_metrics(metrics, step)
+
+    def checkpoint(self, step: int) -> Checkpoint:
+        """Save the run after ``step``. Every process takes part in gathering the state (FSDP holds shards); the
+        main process writes it."""
+        accelerator, learner = self.accelerator, self.learner
+        state = {
+            "step": step,
+            "optimizer": full_optimizer_state(accelerator, learner.policy, learner.optimizer),
+            "critic_optimizer": (
+                full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer)
+                if learner.critic_optimizer
+                else None
+            ),
+            "snapshots": list(self.sampler.snapshots),
+            "train_seconds": self.train_seconds,
+            "samples_generated": self.samples_generated,
+            "kl_coef": self.kl_coef,
+            "tracker_run_id": self.tracker.run_id,
+        }
+        weights = None
+        if accelerator.is_fsdp2:
+            critic_weights = accelerator.get_state_dict(learner.critic) if learner.critic is not None else None
+            weights = (accelerator.get_state_dict(learner.policy), critic_weights)
+        saved = (
+            save_checkpoint(self.out, self.policy, self.tokenizer, self.critic, state, weights) if self.main else None
+        )
+        accelerator.wait_for_everyone()
+        self.latest = saved or latest_checkpoint(self.out)
+        return self.latest
+
+
 def train(
     config: RLConfig,
     out: str | Path,
@@ -290,7 +369,38 @@ def train(
     :class:`algos.trainer.resume.ConfigChangedError` naming the keys that differ; with
     ``on_config_change="restart"`` it is discarded with the run's files and the run starts afresh.
     """
-    cfg, out = config, Path(out)
+    # 1. Build the learner: task, processes, models and optimizers, resumed from a checkpoint in `out` if any.
+    run = _build_run(config, Path(out), problems, eval_problems, verifier, tracker, preset, on_config_change)
+
+    # 2. A fresh run first fits its critic (if any), then evaluates the initial policy: step 0.
+    if run.latest is None:
+        _initial_evaluation(run)
+
+    # 3. The loop: each step samples, updates, evaluates when due, logs and checkpoints.
+    with _progress(run.cfg.run.steps, run.start, run.main) as progress:
+        for step in range(run.start, run.cfg.run.steps + 1):
+            metrics = _train_step(run, step)
+            _record_step(run, step, metrics, on_evaluation)
+            progress.update(1)
+            progress.set_postfix(
+                acc=f"{metrics['rollout/accuracy']:.2f}", len=f"{metrics['rollout/response_length_mean']:.0f}"
+            )
+
+    # 4. Finish: the final and base metrics written beside the checkpoint, the tracker closed.
+    return _finish(run)
+
+
+def _build_run(
+    cfg: RLConfig,
+    out: Path,
+    problems: Sequence[Problem] | None,
+    eval_problems: Mapping[str, Sequence[Problem]] | None,
+    verifier: Verifier | None,
+    tracker: Tracker | None,
+    preset: str | None,
+    on_config_change: OnConfigChange,
+) -> _Run:
+    """The run's task, processes and learner, from the checkpoint in ``out`` if there is one; its records opened."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"output directory {out} is a file; pass a directory (new or holding a run) as --out")
     task = _task_data(cfg, problems, eval_problems, verifier)
@@ -299,45 +409,24 @@ def train(
     processes = Processes(accelerator)
     resumed = _checkpoint_to_resume(out, cfg, on_config_change, accelerator)
     state = resumed.state() if resumed else {}
-    main = processes.is_main
-    source = dataclasses.replace(cfg.model, name_or_path=str(resumed.policy)) if resumed else cfg.model
-
-    tokenizer = load_tokenizer(cfg.model)
-    chat = uses_chat_template(cfg.model, tokenizer)
-    policy = load_policy(source)
-    optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
-    policy, optimizer = accelerator.prepare(policy, optimizer)
-    learner = Learner(policy, optimizer)
-    if cfg.critic.enabled:
-        critic_source = dataclasses.replace(cfg.model, name_or_path=str(resumed.critic)) if resumed else cfg.model
-        critic = load_critic(critic_source, derive_seed(cfg.seed, "critic-head"))
-        critic_optimizer = torch.optim.AdamW(critic.parameters(), lr=cfg.critic.lr, weight_decay=cfg.optim.weight_decay)
-        learner.critic, learner.critic_optimizer = accelerator.prepare(critic, critic_optimizer)
-    reference = None
-    if cfg.kl.coef > 0:
-        reference = load_policy(cfg.model).eval().requires_grad_(False)
-        reference = accelerator.prepare_model(reference, evaluation_mode=True)
-        learner.reference = reference
-    kl_coef = state.get("kl_coef", cfg.kl.coef)
-    # Sampling, scoring and evaluation run the bare models (no DDP wrapper: they take no gradient).
-    bare_policy = accelerator.unwrap_model(policy)
-    bare_critic = accelerator.unwrap_model(learner.critic) if learner.critic is not None else None
-    stale = _StalePolicy(bare_policy, cfg.rollout.policy_staleness, state.get("snapshots"))
+    learner, tokenizer, chat = _load_learner(cfg, accelerator, resumed)
+    sampler = _StalePolicy(
+        accelerator.unwrap_model(learner.policy), cfg.rollout.policy_staleness, state.get("snapshots")
+    )
     if resumed:
-        load_full_optimizer_state(accelerator, policy, optimizer, state["optimizer"])
+        load_full_optimizer_state(accelerator, learner.policy, learner.optimizer, state["optimizer"])
         if learner.critic_optimizer is not None:
             load_full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer, state["critic_optimizer"])
-        if main:
+        if processes.is_main:
             run_files.truncate_metrics(out, state["step"])
-
-    if main:
+    if processes.is_main:
         out.mkdir(parents=True, exist_ok=True)  # only once the models load, so a bad model path leaves nothing behind
     tags = {**run_tags(cfg, preset, accelerator.device), "processes": str(processes.count)}
-    if not main:
+    if not processes.is_main:
         tracker = NullTracker()
     elif tracker is None:
         tracker = make_tracker(cfg.tracking, cfg.tracking.run_name or out.name, tags, state.get("tracker_run_id"))
-    if not resumed and main:
+    if not resumed and processes.is_main:
         run_files.write_config(out, config_to_dict(cfg))
         run_files.write_json(
             out / run_files.RUN_FILE,
@@ -345,131 +434,148 @@ def train(
         )
         tracker.log_params(flatten(config_to_dict(cfg)))
         tracker.log_artifact(out / run_files.CONFIG_FILE)
+    return _Run(
+        cfg=cfg,
+        out=out,
+        task=task,
+        accelerator=accelerator,
+        processes=processes,
+        learner=learner,
+        tokenizer=tokenizer,
+        chat=chat,
+        sampler=sampler,
+        tracker=tracker,
+        latest=resumed,
+        start=state.get("step", 0) + 1,
+        kl_coef=state.get("kl_coef", cfg.kl.coef),
+        train_seconds=state.get("train_seconds", 0.0),
+        samples_generated=state.get("samples_generated", 0),
+    )
 
-    def checkpoint(step: int, train_seconds: float, samples_generated: int) -> Checkpoint:
-        state = {
-            "step": step,
-            "optimizer": full_optimizer_state(accelerator, policy, optimizer),
-            "critic_optimizer": (
-                full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer)
-                if learner.critic_optimizer
-                else None
-            ),
-            "snapshots": list(stale.snapshots),
-            "train_seconds": train_seconds,
-            "samples_generated": samples_generated,
-            "kl_coef": kl_coef,
-            "tracker_run_id": tracker.run_id,
+
+def _load_learner(
+    cfg: RLConfig, accelerator: Accelerator, resumed: Checkpoint | None
+) -> tuple[Learner, PreTrainedTokenizerBase, bool]:
+    """The policy, the critic (with a value model) and the reference (with KL), prepared for the processes;
+    the tokenizer; and whether prompts go through its chat template."""
+    tokenizer = load_tokenizer(cfg.model)
+    chat = uses_chat_template(cfg.model, tokenizer)
+    source = dataclasses.replace(cfg.model, name_or_path=str(resumed.policy)) if resumed else cfg.model
+    policy = load_policy(source)
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    learner = Learner(*accelerator.prepare(policy, optimizer))
+    if cfg.critic.enabled:
+        critic_source = dataclasses.replace(cfg.model, name_or_path=str(resumed.critic)) if resumed else cfg.model
+        critic = load_critic(critic_source, derive_seed(cfg.seed, "critic-head"))
+        critic_optimizer = torch.optim.AdamW(critic.parameters(), lr=cfg.critic.lr, weight_decay=cfg.optim.weight_decay)
+        learner.critic, learner.critic_optimizer = accelerator.prepare(critic, critic_optimizer)
+    if cfg.kl.coef > 0:
+        reference = load_policy(cfg.model).eval().requires_grad_(False)
+        learner.reference = accelerator.prepare_model(reference, evaluation_mode=True)
+    return learner, tokenizer, chat
+
+
+def _initial_evaluation(run: _Run) -> None:
+    """Step 0 of a fresh run: the critic's phases and its probe (with a critic), the initial policy's
+    held-out evaluation, and the first checkpoint."""
+    if run.main:
+        run_files.clear(run.out, run_files.CRITIC_METRICS_FILE)  # left by an attempt killed before its first checkpoint
+    initial = {}
+    if run.learner.critic is not None:
+        log_phase = functools.partial(run.log, name=run_files.CRITIC_METRICS_FILE)
+        _prepare_critic(
+            run.cfg, run.learner, run.accelerator, run.tokenizer, run.task, run.chat, log_phase, run.processes
+        )
+        models = (run.policy, run.critic)
+        initial = _critic_probe(run.cfg, models, run.tokenizer, run.task, run.chat, run.processes)
+    run.log(0, {**initial, **run.evaluate(0)})
+    run.checkpoint(0)
+
+
+def _train_step(run: _Run, step: int) -> dict[str, float]:
+    """One RL step: the rollout from π_old, the update, the adaptive KL coefficient, timings, and the
+    held-out evaluation when it is due. Returns the step's metrics."""
+    cfg, learner, accelerator = run.cfg, run.learner, run.accelerator
+    step_started = time.perf_counter()
+    reset_peak_memory(accelerator.device)
+    step_seed = derive_seed(cfg.seed, "step", step)
+    for group in learner.optimizer.param_groups:
+        group["lr"] = cfg.optim.lr * warmup_factor(step, cfg.optim.lr_warmup_steps)
+    step_cfg = with_coef(cfg, run.kl_coef) if cfg.kl.controller == "adaptive" else cfg
+    batch = collect_rollout(
+        step_cfg,
+        step_seed,
+        run.sampler.current_sampler(),
+        run.tokenizer,
+        run.task,
+        run.chat,
+        learner.reference,
+        run.critic,
+        run.policy,
+        run.processes,
+    )
+    update_started = time.perf_counter()
+    run.samples_generated += int(batch.metrics["rollout/samples_generated"])
+    metrics = {**batch.metrics, "rollout/samples_generated_total": float(run.samples_generated)}
+    metrics.update(
+        update(step_cfg, batch, learner, accelerator, step_seed, run.sampler.record_update, processes=run.processes)
+    )
+    if cfg.kl.controller == "adaptive" and batch.size:
+        mask = batch.sequences.response_mask.float()
+        kl_now = measured_kl(cfg, batch.old_logprobs, batch.ref_logprobs, mask)
+        metrics.update({"actor/kl_coef": run.kl_coef, "rollout/kl_ref": kl_now})
+        run.kl_coef = adapted_coef(run.kl_coef, kl_now, cfg.kl.target, cfg.kl.horizon, batch.size)
+    update_seconds = time.perf_counter() - update_started
+    trained_tokens = batch.sequences.tokens * cfg.optim.epochs
+    run.train_seconds += time.perf_counter() - step_started
+    metrics.update(
+        {
+            "perf/train_tokens_per_s": trained_tokens / max(update_seconds, 1e-9),
+            "perf/step_seconds": time.perf_counter() - step_started,
+            "perf/train_seconds_total": run.train_seconds,
+            "perf/peak_memory_mb": run.processes.maximum(peak_memory_mb(accelerator.device)),
         }
-        # Every process takes part in gathering the state (FSDP holds shards); the main process writes it.
-        weights = None
-        if accelerator.is_fsdp2:
-            critic_weights = accelerator.get_state_dict(learner.critic) if learner.critic is not None else None
-            weights = (accelerator.get_state_dict(policy), critic_weights)
-        saved = save_checkpoint(out, bare_policy, tokenizer, bare_critic, state, weights) if main else None
-        accelerator.wait_for_everyone()
-        return saved or latest_checkpoint(out)
+    )
+    if step == cfg.run.steps or (cfg.run.eval_every and step % cfg.run.eval_every == 0):
+        metrics.update(run.evaluate(step))
+    return metrics
 
-    def log_step(step: int, metrics: dict[str, float]) -> None:
-        if main:
-            run_files.append_metrics(out, step, metrics)
-        tracker.log_metrics(metrics, step)
 
-    def log_critic_phase(index: int, metrics: dict[str, float]) -> None:
-        if main:
-            run_files.append_metrics(out, index, metrics, run_files.CRITIC_METRICS_FILE)
-        tracker.log_metrics(metrics, index)
+def _record_step(
+    run: _Run, step: int, metrics: dict[str, float], on_evaluation: Callable[[int, Mapping[str, float]], None] | None
+) -> None:
+    """Log the step, stop a run whose updates went non-finite, checkpoint when due, call ``on_evaluation``."""
+    cfg = run.cfg
+    run.log(step, metrics)
+    if metrics["actor/nonfinite_skipped_frac"] > cfg.run.max_nonfinite_frac:
+        run.tracker.finish("FAILED")
+        raise NonFiniteTrainingError(
+            f"step {step} skipped {metrics['actor/nonfinite_skipped']:.0f} of its updates "
+            f"({metrics['actor/nonfinite_skipped_frac']:.0%}) for a non-finite loss or gradient, more "
+            f"than run.max_nonfinite_frac={cfg.run.max_nonfinite_frac}; its metrics are in "
+            f"{run.out / run_files.METRICS_FILE}"
+        )
+    if step == cfg.run.steps or (cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0):
+        run.checkpoint(step)
+    if on_evaluation is not None and any(key.startswith("eval/") for key in metrics):
+        try:
+            on_evaluation(step, metrics)
+        except StopTraining:
+            run.tracker.finish("KILLED")
+            raise
 
-    train_seconds = state.get("train_seconds", 0.0)
-    samples_generated = state.get("samples_generated", 0)
-    if not resumed:
-        if main:
-            run_files.clear(out, run_files.CRITIC_METRICS_FILE)  # left by an attempt killed before its first checkpoint
-        initial = {}
-        if learner.critic is not None:
-            _prepare_critic(cfg, learner, accelerator, tokenizer, task, chat, log_critic_phase, processes)
-            initial = _critic_probe(cfg, (bare_policy, bare_critic), tokenizer, task, chat, processes)
-        log_step(0, {**initial, **evaluate(cfg, bare_policy, tokenizer, task, chat, 0, processes)})
-        latest = checkpoint(0, train_seconds, samples_generated)
-    else:
-        latest = resumed
 
-    start = state.get("step", 0) + 1
-    with _progress(cfg.run.steps, start, main) as progress:
-        for step in range(start, cfg.run.steps + 1):
-            step_started = time.perf_counter()
-            reset_peak_memory(accelerator.device)
-            step_seed = derive_seed(cfg.seed, "step", step)
-            for group in optimizer.param_groups:
-                group["lr"] = cfg.optim.lr * warmup_factor(step, cfg.optim.lr_warmup_steps)
-            step_cfg = with_coef(cfg, kl_coef) if cfg.kl.controller == "adaptive" else cfg
-            batch = collect_rollout(
-                step_cfg,
-                step_seed,
-                stale.current_sampler(),
-                tokenizer,
-                task,
-                chat,
-                reference,
-                bare_critic,
-                bare_policy,
-                processes,
-            )
-            update_started = time.perf_counter()
-            samples_generated += int(batch.metrics["rollout/samples_generated"])
-            metrics = {**batch.metrics, "rollout/samples_generated_total": float(samples_generated)}
-            metrics.update(
-                update(step_cfg, batch, learner, accelerator, step_seed, stale.record_update, processes=processes)
-            )
-            if cfg.kl.controller == "adaptive" and batch.size:
-                mask = batch.sequences.response_mask.float()
-                kl_now = measured_kl(cfg, batch.old_logprobs, batch.ref_logprobs, mask)
-                metrics.update({"actor/kl_coef": kl_coef, "rollout/kl_ref": kl_now})
-                kl_coef = adapted_coef(kl_coef, kl_now, cfg.kl.target, cfg.kl.horizon, batch.size)
-            update_seconds = time.perf_counter() - update_started
-            trained_tokens = batch.sequences.tokens * cfg.optim.epochs
-            train_seconds += time.perf_counter() - step_started
-            metrics.update(
-                {
-                    "perf/train_tokens_per_s": trained_tokens / max(update_seconds, 1e-9),
-                    "perf/step_seconds": time.perf_counter() - step_started,
-                    "perf/train_seconds_total": train_seconds,
-                    "perf/peak_memory_mb": processes.maximum(peak_memory_mb(accelerator.device)),
-                }
-            )
-            if step == cfg.run.steps or (cfg.run.eval_every and step % cfg.run.eval_every == 0):
-                metrics.update(evaluate(cfg, bare_policy, tokenizer, task, chat, step, processes))
-            log_step(step, metrics)
-            if metrics["actor/nonfinite_skipped_frac"] > cfg.run.max_nonfinite_frac:
-                tracker.finish("FAILED")
-                raise NonFiniteTrainingError(
-                    f"step {step} skipped {metrics['actor/nonfinite_skipped']:.0f} of its updates "
-                    f"({metrics['actor/nonfinite_skipped_frac']:.0%}) for a non-finite loss or gradient, more "
-                    f"than run.max_nonfinite_frac={cfg.run.max_nonfinite_frac}; its metrics are in "
-                    f"{out / run_files.METRICS_FILE}"
-                )
-            if step == cfg.run.steps or (cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0):
-                latest = checkpoint(step, train_seconds, samples_generated)
-            if on_evaluation is not None and any(key.startswith("eval/") for key in metrics):
-                try:
-                    on_evaluation(step, metrics)
-                except StopTraining:
-                    tracker.finish("KILLED")
-                    raise
-            progress.update(1)
-            progress.set_postfix(
-                acc=f"{metrics['rollout/accuracy']:.2f}", len=f"{metrics['rollout/response_length_mean']:.0f}"
-            )
-
-    final = _final_metrics(out, latest)
-    if main:
-        run_files.write_json(out / run_files.FINAL_FILE, final)
+def _finish(run: _Run) -> TrainResult:
+    """The final metrics (the last evaluation beside the base's) written and tracked; the tracker closed."""
+    final = _final_metrics(run.out, run.latest)
+    if run.main:
+        run_files.write_json(run.out / run_files.FINAL_FILE, final)
         for name in (run_files.FINAL_FILE, run_files.METRICS_FILE, run_files.CRITIC_METRICS_FILE):
-            if (out / name).is_file():
-                tracker.log_artifact(out / name)
-    tracker.finish("FINISHED")
-    accelerator.wait_for_everyone()
-    return TrainResult(metrics=final, checkpoint=latest.policy, out=out)
+            if (run.out / name).is_file():
+                run.tracker.log_artifact(run.out / name)
+    run.tracker.finish("FINISHED")
+    run.accelerator.wait_for_everyone()
+    return TrainResult(metrics=final, checkpoint=run.latest.policy, out=run.out)
 
 
 def _checkpoint_to_resume(
