@@ -84,12 +84,19 @@ def seq_mean_token_sum_norm(x: AggregationInputs) -> torch.Tensor:
     return x.token_sums.sum() / (max(x.normalizer.num_sequences, 1.0) * x.normalizer.constant)
 
 
-def aggregate(loss: torch.Tensor, mask: torch.Tensor, mode: str, normalizer: Normalizer) -> torch.Tensor:
+def aggregate(
+    loss: torch.Tensor, mask: torch.Tensor, mode: str, normalizer: Normalizer, dp_size: int = 1
+) -> torch.Tensor:
     """Aggregate per-token ``loss`` (B, T) over real tokens of ``mask`` (B, T) into a scalar: the member
     ``mode`` of :data:`~algos.config.registry.AGGREGATIONS`.
 
     N_tokens, N_seqs and MAX_TOKENS come from ``normalizer`` (the whole mini-batch). A sequence with
-    no loss token contributes 0.
+    no loss token contributes 0. dp_size: the number of data-parallel processes when ``loss`` is one
+    process's share of the mini-batch (``normalizer`` still counting the whole of it) and DDP or FSDP
+    averages the processes' gradients; the result is multiplied by it, so the averaged gradient is the
+    whole mini-batch's (verl's ``agg_loss(dp_size=...)``). The update applies the process count to
+    the sum of a pass's terms instead (:mod:`algos.trainer.update`), the same product term by term.
     """
     token_sums = (loss * mask).sum(dim=-1)  # (B,)
-    return AGGREGATIONS[mode].function(AggregationInputs(token_sums, mask, normalizer))
+    aggregated = AGGREGATIONS[mode].function(AggregationInputs(token_sums, mask, normalizer))
+    return aggregated * dp_size

@@ -98,6 +98,19 @@ def test_aggregation(rollout, mode):
     assert_close(aggregate(loss, mask, mode, normalizer), theirs, **TOL)
 
 
+@pytest.mark.parametrize("mode", list(VERL_AGG))
+def test_aggregation_of_one_process_share(rollout, mode):
+    mask = rollout[0]
+    loss = torch.randn(P * G, T)
+    share = slice(0, P * G // 2)  # the first of two processes
+    whole = Normalizer.from_mask(mask, constant=T, count_empty=False)
+    theirs = core_algos.agg_loss(
+        loss[share], mask[share], VERL_AGG[mode], dp_size=2, batch_num_tokens=whole.num_tokens,
+        global_batch_size=whole.num_sequences, loss_scale_factor=T,
+    )
+    assert_close(aggregate(loss[share], mask[share], mode, whole, dp_size=2), theirs, **TOL)
+
+
 def policy_batch(mask):
     old = -torch.rand(P * G, T) * 3
     logprobs = (old + 0.3 * torch.randn(P * G, T)).requires_grad_()

@@ -44,6 +44,16 @@ def test_micro_batches_add_up_to_the_mini_batch(mode):
     assert_close(parts, whole)
 
 
+@pytest.mark.parametrize("mode", AGGREGATIONS.names())
+def test_the_processes_averaged_shares_with_dp_size_are_the_mini_batch(mode):
+    lengths = torch.tensor([5, 1, 3, 4, 2, 5, 0, 3])
+    mask = (torch.arange(5) < lengths.unsqueeze(-1)).double()
+    loss = torch.randn(8, 5)
+    normalizer = Normalizer.from_mask(mask, constant=7)
+    shares = [aggregate(loss[i : i + 4], mask[i : i + 4], mode, normalizer, dp_size=2) for i in (0, 4)]
+    assert_close(sum(shares) / 2, aggregate(loss, mask, mode, normalizer))  # what DDP's gradient average sees
+
+
 def test_per_micro_batch_normalisation_would_differ():
     """The silent bug the mini-batch normaliser prevents: per-micro-batch token means reweight tokens."""
     mask = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0]])
