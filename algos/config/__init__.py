@@ -1,0 +1,1 @@
+"""The config layer: the typed schema (every toggle), the component registries, presets and guardrails."""

@@ -501,7 +501,8 @@ def _train_step(run: _Run, step: int) -> dict[str, float]:
     step_seed = derive_seed(cfg.seed, "step", step)
     for group in learner.optimizer.param_groups:
         group["lr"] = cfg.optim.lr * warmup_factor(step, cfg.optim.lr_warmup_steps)
-    step_cfg = with_coef(cfg, run.kl_coef) if cfg.kl.controller == "adaptive" else cfg
+    adaptive_kl = cfg.kl.controller == "adaptive"
+    step_cfg = with_coef(cfg, run.kl_coef) if adaptive_kl else cfg
     batch = collect_rollout(
         step_cfg,
         step_seed,
@@ -520,7 +521,7 @@ def _train_step(run: _Run, step: int) -> dict[str, float]:
     metrics.update(
         update(step_cfg, batch, learner, accelerator, step_seed, run.sampler.record_update, processes=run.processes)
     )
-    if cfg.kl.controller == "adaptive" and batch.size:
+    if adaptive_kl and batch.size:
         mask = batch.sequences.response_mask.float()
         kl_now = measured_kl(cfg, batch.old_logprobs, batch.ref_logprobs, mask)
         metrics.update({"actor/kl_coef": run.kl_coef, "rollout/kl_ref": kl_now})

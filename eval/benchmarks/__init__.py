@@ -1,0 +1,1 @@
+"""Benchmarks: loaders, graders, suites with their protocols, pass@k metrics, HumanEval."""
