@@ -33,12 +33,16 @@ def test_empty_sequences_counted_or_not():
     assert_close(aggregate(LOSS, mask, "seq_mean_token_mean", Normalizer.from_mask(mask)), torch.tensor(1.0))
 
 
-@pytest.mark.parametrize("mode", AGGREGATIONS.names())
-def test_micro_batches_add_up_to_the_mini_batch(mode):
+def mini_batch():
+    """Per-token losses (8, 5) of sequences of lengths 5, 1, 3, 4, 2, 5, 0, 3, their mask and normalizer."""
     lengths = torch.tensor([5, 1, 3, 4, 2, 5, 0, 3])
     mask = (torch.arange(5) < lengths.unsqueeze(-1)).double()
-    loss = torch.randn(8, 5)
-    normalizer = Normalizer.from_mask(mask, constant=7)
+    return torch.randn(8, 5), mask, Normalizer.from_mask(mask, constant=7)
+
+
+@pytest.mark.parametrize("mode", AGGREGATIONS.names())
+def test_micro_batches_add_up_to_the_mini_batch(mode):
+    loss, mask, normalizer = mini_batch()
     whole = aggregate(loss, mask, mode, normalizer)
     parts = sum(aggregate(loss[i : i + 3], mask[i : i + 3], mode, normalizer) for i in range(0, 8, 3))
     assert_close(parts, whole)
@@ -46,10 +50,7 @@ def test_micro_batches_add_up_to_the_mini_batch(mode):
 
 @pytest.mark.parametrize("mode", AGGREGATIONS.names())
 def test_the_processes_averaged_shares_with_dp_size_are_the_mini_batch(mode):
-    lengths = torch.tensor([5, 1, 3, 4, 2, 5, 0, 3])
-    mask = (torch.arange(5) < lengths.unsqueeze(-1)).double()
-    loss = torch.randn(8, 5)
-    normalizer = Normalizer.from_mask(mask, constant=7)
+    loss, mask, normalizer = mini_batch()
     shares = [aggregate(loss[i : i + 4], mask[i : i + 4], mode, normalizer, dp_size=2) for i in (0, 4)]
     assert_close(sum(shares) / 2, aggregate(loss, mask, mode, normalizer))  # what DDP's gradient average sees
 
