@@ -20,6 +20,7 @@ envvars:
 include: "experiments/rules/common.smk"
 include: "experiments/rules/configs.smk"
 include: "experiments/rules/base_model.smk"
+include: "experiments/rules/models.smk"
 include: "experiments/rules/evaluate.smk"
 include: "experiments/rules/ablations.smk"
 include: "experiments/rules/sweeps.smk"
@@ -37,6 +38,12 @@ rule ablations:
         lambda wildcards: [run for spec in config["ablations"]["specs"] for run in spec_runs(spec)],
         expand("results/reports/{spec}.html", spec=config["ablations"]["specs"]),
         expand("results/reports/{spec}.mlflow.json", spec=config["ablations"]["specs"]),
+
+
+rule models:
+    """Every configured packaged model converted to a model directory under results/models/."""
+    input:
+        expand("results/models/{name}", name=config["packaged_models"]),
 
 
 rule calibration:

