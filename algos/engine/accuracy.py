@@ -8,7 +8,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from algos.engine.distributed import Processes, generate_share
-from algos.engine.models import encode_prompts
+from algos.engine.models import decode_responses, encode_prompts, end_token_ids
 from eval.tasks.records import Problem, Verifier
 
 
@@ -46,14 +46,14 @@ def responses(
             prompt_mask.to(device),
             processes.share(len(chunk)),
             max_new_tokens=max_new_tokens,
-            eos_token_id=tokenizer.eos_token_id,
+            eos_token_id=end_token_ids(tokenizer, model),
             pad_token_id=tokenizer.pad_token_id,
             temperature=temperature,
             top_p=top_p,
             greedy=greedy,
             generator=generator,
         )
-        texts += processes.gather(tokenizer.batch_decode(result.response_ids, skip_special_tokens=True))
+        texts += processes.gather(decode_responses(tokenizer, result.response_ids, result.lengths))
     model.train(was_training)
     return texts
 

