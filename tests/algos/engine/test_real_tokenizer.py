@@ -2,10 +2,12 @@
 a response, the end token in the loss mask when it is also the pad token, long left-padded prompts scored as
 alone, and the graded text exactly the scored tokens. The SmolLM2 tests use the converted real model."""
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 from torch.testing import assert_close
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import GenerationConfig
 
 from algos.config.presets import load_config
 from algos.engine.generation import generate
@@ -119,15 +121,7 @@ def test_the_built_in_tokenizers_texts_are_unchanged():
 
 def test_end_token_ids_reads_a_list_or_a_single_id():
     tokenizer = build_tokenizer(make_task(TaskConfig()).vocabulary())
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=8,
-        intermediate_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    model = LlamaForCausalLM(config)
+    model = SimpleNamespace(generation_config=GenerationConfig(eos_token_id=tokenizer.eos_token_id))
     assert end_token_ids(tokenizer, model) == (tokenizer.eos_token_id,)
     model.generation_config.eos_token_id = [7, tokenizer.eos_token_id, 9]
     assert end_token_ids(tokenizer, model) == (tokenizer.eos_token_id, 7, 9)
