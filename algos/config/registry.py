@@ -16,6 +16,7 @@ family's ``params`` key (e.g. ``policy_loss.objective_params``) and checked when
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -42,10 +43,16 @@ class Member(Generic[Facts]):
                 raise ValueError(f"{key}: '{self.name}' takes no parameters, got {', '.join(values)}")
             return None
         try:
-            return TypeAdapter(self.params).validate_python(dict(values))
+            return _adapter(self.params).validate_python(dict(values))
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '-'}: {e['msg']}" for e in exc.errors())
             raise ValueError(f"{key} for '{self.name}': {problems}") from None
+
+
+@functools.cache
+def _adapter(params: type) -> TypeAdapter:
+    """One validator per parameter dataclass: building one is costly, and an objective reads its parameters every pass."""
+    return TypeAdapter(params)
 
 
 @dataclass

@@ -280,11 +280,12 @@ def _gae(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
 @dataclass(frozen=True)
 class ScalingInputs:
     """What every std scaling takes: per_sequence (B,) the estimator's advantages (NaN: unscorable),
-    scores (B,) the outcome rewards, groups: see :data:`Groups`."""
+    scores (B,) the outcome rewards, and group: the scores' :class:`GroupStats` under a group estimator
+    (None otherwise; the config allows a group scaling only with one)."""
 
     per_sequence: torch.Tensor
     scores: torch.Tensor
-    groups: Groups
+    group: GroupStats | None
 
 
 @STD_SCALINGS.register(
@@ -306,7 +307,7 @@ def _unscaled(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
 @STD_SCALINGS.register("group", ScalingFacts(needs="group"))
 def _by_group_std(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
     """Divided by the group's std + std_eps (GRPO; a group of one by 1 + std_eps)."""
-    stats = group_stats(x.scores, x.groups)
+    stats = x.group
     std = torch.where(stats.count == 1, torch.ones_like(stats.std), stats.std)
     return x.per_sequence / (std + cfg.std_eps)
 
@@ -323,9 +324,11 @@ def _batch_normalized(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
     return (x.per_sequence - x.per_sequence.nanmean()) / (_nan_std(x.per_sequence) + cfg.std_eps)
 
 
-def _group_adjustments(cfg: AdvantageConfig, per_sequence: torch.Tensor, x: AdvantageInputs) -> torch.Tensor:
+def _group_adjustments(
+    cfg: AdvantageConfig, per_sequence: torch.Tensor, x: AdvantageInputs, stats: GroupStats
+) -> torch.Tensor:
     """A group estimator's singleton rule and GPG's α, before the std scaling: (B,) -> (B,)."""
-    singleton = group_stats(x.scores, x.groups).count == 1
+    singleton = stats.count == 1
     if cfg.singleton_groups == "raw":  # verl: baseline 0 and std 1 for a group of one
         per_sequence = torch.where(singleton, x.scores, per_sequence)
     else:
@@ -364,10 +367,11 @@ def compute_advantages(
     estimator, scaling = ADVANTAGE_ESTIMATORS[cfg.estimator], STD_SCALINGS[cfg.std_scaling]
     result = estimator.function(inputs, cfg)
     if estimator.facts.per_sequence:
-        per_sequence = result.advantages
+        per_sequence, stats = result.advantages, None
         if estimator.facts.kind == "group":
-            per_sequence = _group_adjustments(cfg, per_sequence, inputs)
-        per_sequence = scaling.function(ScalingInputs(per_sequence, scores, groups), cfg)
+            stats = group_stats(scores, groups)
+            per_sequence = _group_adjustments(cfg, per_sequence, inputs, stats)
+        per_sequence = scaling.function(ScalingInputs(per_sequence, scores, stats), cfg)
         per_sequence = torch.nan_to_num(per_sequence, nan=0.0)  # (B,)
         result = Advantages(per_sequence.unsqueeze(-1) * mask, result.returns)
     if scaling.facts.whiten:

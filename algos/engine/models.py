@@ -108,9 +108,8 @@ def decode_responses(
 ) -> list[str]:
     """The text of each response (N rows of ``response_ids``, ``lengths`` (N,) real tokens): exactly the tokens
     that were scored, the padding after them left out whatever the pad token is; special tokens are not text."""
-    return [
-        tokenizer.decode(ids[:length], skip_special_tokens=True) for ids, length in zip(response_ids, lengths.tolist())
-    ]
+    rows = [ids[:length] for ids, length in zip(response_ids.tolist(), lengths.tolist(), strict=True)]
+    return tokenizer.batch_decode(rows, skip_special_tokens=True)
 
 
 def encode_prompts(

@@ -183,7 +183,9 @@ def _greedy_baselines(
 
     prompt_ids, prompt_mask: (P, T_prompt), every process's prompts; answers: this process's.
     """
-    result = generate_share(processes, model, prompt_ids, prompt_mask, prompts, greedy=True, **_budget(cfg, tokenizer, model))
+    result = generate_share(
+        processes, model, prompt_ids, prompt_mask, prompts, greedy=True, **_budget(cfg, tokenizer, model)
+    )
     texts = decode_responses(tokenizer, result.response_ids, result.lengths)
     return grade(cfg, task, texts, answers, result.lengths, result.truncated)[1]
 
@@ -271,7 +273,7 @@ def sample_groups(
     group, wanted = cfg.rollout.group_size, cfg.rollout.prompts_per_step
     if not cfg.dynamic_sampling.enabled:
         sampled = sample_round(1, wanted)
-        return [sampled], [sampled.rows(torch.arange(wanted * group, device=sampled.correct.device))], wanted
+        return [sampled], [sampled], wanted
     generated, kept, kept_groups = [], [], 0
     while len(generated) < cfg.dynamic_sampling.max_rounds and kept_groups < wanted:
         prompts = round_prompts(cfg, kept_groups, sum(g.correct.numel() for g in generated) // group)
