@@ -72,11 +72,21 @@ def protocol_summary(protocol: Mapping[str, Any]) -> str:
     )
 
 
-HEADER = ["model", "benchmark", "greedy pass@1", "avg@k", "pass@k (largest k)", "maj@k", "protocol", "seconds"]
+HEADER = [
+    "model",
+    "benchmark",
+    "greedy pass@1 [95 % CI]",
+    "avg@k [95 % CI]",
+    "pass@k (largest k)",
+    "maj@k",
+    "protocol",
+    "seconds (per problem; tokens/s)",
+]
 
 
 def table_cells(scores: Mapping[tuple[str, str], Score]) -> list[list[str]]:
-    """One row per (model, benchmark): the metrics in percent, the protocol line and the scoring time."""
+    """One row per (model, benchmark): the metrics in percent (greedy pass@1 and avg@k with their intervals over
+    problems where the scores have them), the protocol line and the scoring time."""
     cells = []
     for (model, benchmark), score in scores.items():
         metrics = score.metrics
@@ -84,12 +94,12 @@ def table_cells(scores: Mapping[tuple[str, str], Score]) -> list[list[str]]:
             [
                 model,
                 benchmark,
-                _percent(metrics["greedy_pass@1"]),
-                _named_percent(metrics, "avg@"),
+                _percent(metrics["greedy_pass@1"]) + _interval(metrics, "greedy_pass@1"),
+                _named_percent(metrics, "avg@", with_interval=True),
                 _named_percent(metrics, "pass@", largest=True),
                 _named_percent(metrics, "maj@"),
                 protocol_summary(score.protocol),
-                f"{score.protocol['seconds']['total']:.1f}",
+                _seconds(score.protocol),
             ]
         )
     return cells
@@ -99,13 +109,30 @@ def _percent(value: float) -> str:
     return f"{100 * value:.1f}"
 
 
-def _named_percent(metrics: Mapping[str, float], prefix: str, largest: bool = False) -> str:
-    """``"<value> (<name>)"`` of the metric starting with ``prefix`` (the largest k with ``largest``), else —."""
+def _named_percent(
+    metrics: Mapping[str, float], prefix: str, largest: bool = False, with_interval: bool = False
+) -> str:
+    """``"<value> (<name>)"`` of the metric starting with ``prefix`` (the largest k with ``largest``), else —;
+    ``with_interval`` adds its interval where the scores have one."""
     named = sorted((int(key.removeprefix(prefix)), key) for key in metrics if key.startswith(prefix))
     if not named:
         return "—"
     _, key = named[-1] if largest else named[0]
-    return f"{_percent(metrics[key])} ({key})"
+    return f"{_percent(metrics[key])}{_interval(metrics, key) if with_interval else ''} ({key})"
+
+
+def _interval(metrics: Mapping[str, float], name: str) -> str:
+    """`` [low, high]`` in percent, or nothing for scores written without intervals."""
+    if f"ci95_low/{name}" not in metrics:
+        return ""
+    return f" [{_percent(metrics[f'ci95_low/{name}'])}, {_percent(metrics[f'ci95_high/{name}'])}]"
+
+
+def _seconds(protocol: Mapping[str, Any]) -> str:
+    """Total scoring seconds, with seconds per problem and generated tokens per second where recorded."""
+    total = f"{protocol['seconds']['total']:.1f}"
+    speed = protocol.get("throughput")
+    return f"{total} ({speed['seconds_per_problem']:.2f}; {speed['tokens_per_second']:.0f})" if speed else total
 
 
 def score_bars(scores: Mapping[tuple[str, str], Score]) -> bytes:

@@ -549,6 +549,31 @@ class OptimConfig:
 
 
 @dataclass(frozen=True, config=_STRICT)
+class LoraConfig:
+    """Low-rank adapters (peft's LoRA) on the policy: only the adapters train and are checkpointed."""
+
+    enabled: bool = Field(
+        False,
+        description=(
+            "Train LoRA adapters instead of every weight of the policy. The KL reference is the same model with "
+            "its adapters switched off (no second copy in memory); checkpoints hold the adapters alone "
+            "(`python -m algos.engine.adapters merge` writes the merged model). The critic, if any, trains fully."
+        ),
+    )
+    rank: PositiveInt = Field(16, description="Rank r of each adapter's update B A.")
+    alpha: Positive = Field(32.0, description="Scale: the update is (alpha / r) B A.")
+    dropout: Annotated[float, Field(ge=0, lt=1)] = Field(0.0, description="Dropout on each adapter's input.")
+    target_modules: tuple[str, ...] = Field(
+        ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+        min_length=1,
+        description=(
+            "Names of the linear layers that get adapters (the last part of a module's name, as peft matches "
+            "them); the default covers the attention and MLP projections of Llama and Qwen2 models."
+        ),
+    )
+
+
+@dataclass(frozen=True, config=_STRICT)
 class ModelConfig:
     """Which policy to train: the built-in base or any causal LM on the hub or on disk."""
 
@@ -576,6 +601,12 @@ class ModelConfig:
             "models), always (error without one), never (raw prompts, base models)."
         ),
     )
+    system_prompt: str | None = Field(
+        None,
+        description="With the chat template: a system turn put before every prompt's user turn; None: no system "
+        "turn (the template may still add its own default).",
+    )
+    lora: LoraConfig = dataclasses.field(default_factory=LoraConfig)
 
 
 @dataclass(frozen=True, config=_STRICT)

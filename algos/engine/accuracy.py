@@ -8,7 +8,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from algos.engine.distributed import Processes, generate_share
-from algos.engine.models import decode_responses, encode_prompts, end_token_ids
+from algos.engine.models import ChatFormat, decode_responses, encode_prompts, end_token_ids
 from eval.tasks.records import Problem, Verifier
 
 
@@ -20,13 +20,14 @@ def responses(
     max_new_tokens: int,
     greedy: bool,
     temperature: float = 1.0,
-    chat: bool = False,
+    chat: ChatFormat | None = None,
     batch_size: int = 128,
     generator: torch.Generator | None = None,
     top_p: float = 1.0,
     processes: Processes | None = None,
-) -> list[str]:
-    """One response text per problem: greedy decoding, or one sample at ``temperature`` and nucleus ``top_p``.
+) -> tuple[list[str], list[int]]:
+    """One response per problem, greedy or sampled at ``temperature`` and nucleus ``top_p``: its text and its
+    number of generated tokens (the end token included).
 
     ``processes``: the processes of a multi-process run, which split every batch of problems and all
     get every text (the same texts as one process's).
@@ -36,6 +37,7 @@ def responses(
     was_training = model.training
     model.eval()
     texts: list[str] = []
+    tokens: list[int] = []
     for start in range(0, len(problems), batch_size):
         chunk = problems[start : start + batch_size]
         prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat)
@@ -54,8 +56,9 @@ def responses(
             generator=generator,
         )
         texts += processes.gather(decode_responses(tokenizer, result.response_ids, result.lengths))
+        tokens += processes.gather(result.lengths.tolist())
     model.train(was_training)
-    return texts
+    return texts, tokens
 
 
 def accuracy(
@@ -66,13 +69,13 @@ def accuracy(
     max_new_tokens: int,
     greedy: bool,
     temperature: float = 1.0,
-    chat: bool = False,
+    chat: ChatFormat | None = None,
     batch_size: int = 128,
     generator: torch.Generator | None = None,
     processes: Processes | None = None,
 ) -> float:
     """Fraction of ``problems`` answered correctly: greedy decoding, or one sample at ``temperature``."""
-    texts = responses(
+    texts, _ = responses(
         model,
         tokenizer,
         problems,

@@ -7,6 +7,7 @@ real model is a configuration change only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -83,15 +84,34 @@ def _with_checkpointing(cfg: ModelConfig, model: PreTrainedModel) -> PreTrainedM
     return model
 
 
-def uses_chat_template(cfg: ModelConfig, tokenizer: PreTrainedTokenizerBase) -> bool:
-    """Whether prompts are wrapped in the tokenizer's chat template."""
+@dataclass(frozen=True)
+class ChatFormat:
+    """Prompts wrapped in the tokenizer's chat template: an optional system turn, one user turn holding the
+    prompt, then the assistant's generation prompt."""
+
+    system_prompt: str | None = None
+
+    def messages(self, prompt: str) -> list[dict[str, str]]:
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt is not None else []
+        return [*system, {"role": "user", "content": prompt}]
+
+
+def chat_format(cfg: ModelConfig, tokenizer: PreTrainedTokenizerBase) -> ChatFormat | None:
+    """How prompts go through the tokenizer's chat template; None: they are given raw."""
     has_template = getattr(tokenizer, "chat_template", None) is not None
     if cfg.chat_template == "always" and not has_template:
         raise ValueError(
             f"model.chat_template=always but the tokenizer of '{cfg.name_or_path}' has no chat template; "
             "set model.chat_template=auto or never"
         )
-    return cfg.chat_template == "always" or (cfg.chat_template == "auto" and has_template)
+    chat = cfg.chat_template == "always" or (cfg.chat_template == "auto" and has_template)
+    if cfg.system_prompt is not None and not chat:
+        raise ValueError(
+            f"model.system_prompt is set but prompts to '{cfg.name_or_path}' do not go through a chat template "
+            f"(model.chat_template={cfg.chat_template}, the tokenizer {'has' if has_template else 'has no'} "
+            "template); unset model.system_prompt or use a model with a chat template"
+        )
+    return ChatFormat(cfg.system_prompt) if chat else None
 
 
 def end_token_ids(tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> tuple[int, ...]:
@@ -113,16 +133,16 @@ def decode_responses(
 
 
 def encode_prompts(
-    tokenizer: PreTrainedTokenizerBase, prompts: list[str], chat: bool
+    tokenizer: PreTrainedTokenizerBase, prompts: list[str], chat: ChatFormat | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Left-padded prompt ids and attention mask, both (N, T_prompt).
 
-    With ``chat`` each prompt becomes one user turn followed by the assistant's generation prompt.
+    With ``chat`` each prompt is rendered by the chat template once (its special tokens are then
+    not added a second time); without, the tokenizer adds its own (e.g. a BOS token).
     """
     if chat:
         prompts = [
-            tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
-            for p in prompts
+            tokenizer.apply_chat_template(chat.messages(p), tokenize=False, add_generation_prompt=True) for p in prompts
         ]
-    encoded = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=not chat)
+    encoded = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=chat is None)
     return encoded["input_ids"], encoded["attention_mask"]

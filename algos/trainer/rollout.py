@@ -32,7 +32,7 @@ from algos.core.repetition import tandem_repeats
 from algos.core.rewards import keep_groups, outcome_scores, token_rewards
 from algos.core.value import explained_variance
 from algos.engine.distributed import Processes, generate_share, score_share
-from algos.engine.models import decode_responses, encode_prompts, end_token_ids
+from algos.engine.models import ChatFormat, decode_responses, encode_prompts, end_token_ids
 from algos.engine.seeding import derive_seed
 from algos.engine.sequences import SequenceBatch, response_logprobs, response_values
 from eval.tasks.sources import TaskData
@@ -195,7 +195,7 @@ def _sample_round(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     task: TaskData,
-    chat: bool,
+    chat: ChatFormat | None,
     seed: int,
     prompts: int,
     processes: Processes,
@@ -328,7 +328,7 @@ def collect_rollout(
     sampler: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     task: TaskData,
-    chat: bool,
+    chat: ChatFormat | None,
     reference: PreTrainedModel | None = None,
     critic: PreTrainedModel | None = None,
     learner: PreTrainedModel | None = None,

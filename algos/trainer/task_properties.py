@@ -70,7 +70,7 @@ def sample_groups(
     parts: dict[str, list[torch.Tensor]] = defaultdict(list)
     for start in range(0, len(problems), prompts_per_batch):
         chunk = problems[start : start + prompts_per_batch]
-        prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat=False)
+        prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat=None)
         result = generate(
             model,
             prompt_ids.repeat_interleave(group_size, dim=0).to(device),

@@ -55,7 +55,14 @@ from algos.core.rewards import token_rewards
 from algos.engine.accuracy import accuracy
 from algos.engine.checkpoint import Checkpoint, latest_checkpoint, save_checkpoint
 from algos.engine.distributed import Processes, full_optimizer_state, load_full_optimizer_state
-from algos.engine.models import ModelNotFoundError, load_critic, load_policy, load_tokenizer, uses_chat_template
+from algos.engine.models import (
+    ChatFormat,
+    ModelNotFoundError,
+    chat_format,
+    load_critic,
+    load_policy,
+    load_tokenizer,
+)
 from algos.engine.provenance import environment, run_tags
 from algos.engine.seeding import derive_seed
 from algos.trainer import run_files
@@ -149,7 +156,7 @@ def evaluate(
     policy: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     task: TaskData,
-    chat: bool,
+    chat: ChatFormat | None,
     step: int,
     processes: Processes | None = None,
 ) -> dict[str, float]:
@@ -206,7 +213,7 @@ def _prepare_critic(
     accelerator: Accelerator,
     tokenizer: PreTrainedTokenizerBase,
     task: TaskData,
-    chat: bool,
+    chat: ChatFormat | None,
     log_phase: Callable[[int, dict[str, float]], None],
     processes: Processes,
 ) -> None:
@@ -258,7 +265,7 @@ def _critic_probe(
     models: tuple[PreTrainedModel, PreTrainedModel],
     tokenizer: PreTrainedTokenizerBase,
     task: TaskData,
-    chat: bool,
+    chat: ChatFormat | None,
     processes: Processes,
 ) -> dict[str, float]:
     """The critic RL starts from (``models``: policy, critic), measured on a fresh rollout of the initial policy."""
@@ -286,7 +293,7 @@ class _Run:
     processes: Processes
     learner: Learner
     tokenizer: PreTrainedTokenizerBase
-    chat: bool
+    chat: ChatFormat | None
     sampler: _StalePolicy
     tracker: Tracker
     latest: Checkpoint | None
@@ -459,7 +466,7 @@ def _load_learner(
     """The policy, the critic (with a value model) and the reference (with KL), prepared for the processes;
     the tokenizer; and whether prompts go through its chat template."""
     tokenizer = load_tokenizer(cfg.model)
-    chat = uses_chat_template(cfg.model, tokenizer)
+    chat = chat_format(cfg.model, tokenizer)
     source = dataclasses.replace(cfg.model, name_or_path=str(resumed.policy)) if resumed else cfg.model
     policy = load_policy(source)
     optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)

@@ -13,7 +13,7 @@ from typing import Any
 
 from eval.benchmarks.graders import GRADERS, extract_final_answer
 from eval.benchmarks.loaders import BENCHMARKS, load_benchmark
-from eval.benchmarks.metrics import avg_at_k, maj_at_k, mean_pass_at_k
+from eval.benchmarks.metrics import avg_at_k, interval_over_problems, maj_at_k, mean_pass_at_k
 from eval.tasks.records import Problem
 
 BOXED_TEMPLATE = "{problem}\nPlease reason step by step, and put your final answer within \\boxed{}."
@@ -67,14 +67,16 @@ class Suite:
         return records
 
     def metrics(self, records: Records, samples: int) -> dict[str, float]:
-        """greedy pass@1, and with samples: avg@k, unbiased pass@j for j = 1, 2, 4, ..., k, maj@k."""
-        result: dict[str, float] = {
-            "problems": len(records),
-            "greedy_pass@1": sum(r["greedy"]["correct"] for r in records) / len(records),
-        }
+        """greedy pass@1, and with samples: avg@k, unbiased pass@j for j = 1, 2, 4, ..., k, maj@k; greedy pass@1
+        and avg@k with their 95 % intervals over problems (``ci95_low/<metric>``, ``ci95_high/<metric>``)."""
+        greedy = [float(r["greedy"]["correct"]) for r in records]
+        result: dict[str, float] = {"problems": len(records), "greedy_pass@1": sum(greedy) / len(records)}
+        result["ci95_low/greedy_pass@1"], result["ci95_high/greedy_pass@1"] = interval_over_problems(greedy)
         if samples:
             correct = [[s["correct"] for s in r["samples"]] for r in records]
             result[f"avg@{samples}"] = avg_at_k(correct)
+            rates = [sum(verdicts) / len(verdicts) for verdicts in correct]
+            result[f"ci95_low/avg@{samples}"], result[f"ci95_high/avg@{samples}"] = interval_over_problems(rates)
             for k in sorted({2**i for i in range(samples.bit_length()) if 2**i <= samples} | {samples}):
                 result[f"pass@{k}"] = mean_pass_at_k(correct, k)
             if self.votes:

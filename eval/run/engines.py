@@ -19,13 +19,14 @@ import torch
 
 from algos.config.schema import ModelConfig
 from algos.engine.accuracy import responses
-from algos.engine.models import encode_prompts, load_policy, load_tokenizer, uses_chat_template
+from algos.engine.models import ChatFormat, chat_format, encode_prompts, load_policy, load_tokenizer
 from eval.tasks.records import Problem
 
 BACKENDS = ("auto", "hf", "vllm")
 
-Generate = Callable[[Sequence[Problem], bool, "int | None"], list[str]]
-"""(problems, greedy, seed) -> one response text per problem; seed is None for greedy decoding."""
+Generate = Callable[[Sequence[Problem], bool, "int | None"], tuple[list[str], list[int]]]
+"""(problems, greedy, seed) -> per problem, one response's text and its number of generated tokens; seed is None
+for greedy decoding."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Engine:
     name: str
     version: str
     device: str
-    chat_template_applied: bool
+    chat: ChatFormat | None
     generate: Generate
 
 
@@ -68,11 +69,12 @@ def load_engine(
     top_p: float,
     chat_template: str = "auto",
     device: str = "auto",
+    system_prompt: str | None = None,
 ) -> Engine:
     """``model`` (local directory or hub id) loaded into the chosen engine with the protocol's decoding settings."""
-    model_cfg = ModelConfig(name_or_path=model, chat_template=chat_template)
+    model_cfg = ModelConfig(name_or_path=model, chat_template=chat_template, system_prompt=system_prompt)
     tokenizer = load_tokenizer(model_cfg)
-    chat = uses_chat_template(model_cfg, tokenizer)
+    chat = chat_format(model_cfg, tokenizer)
     if choose_backend(backend) == "vllm":
         return _vllm_engine(model, tokenizer, chat, max_new_tokens, temperature, top_p)
     target = torch.device(
@@ -80,7 +82,7 @@ def load_engine(
     )
     policy = load_policy(model_cfg).to(target)
 
-    def generate(problems: Sequence[Problem], greedy: bool, seed: int | None) -> list[str]:
+    def generate(problems: Sequence[Problem], greedy: bool, seed: int | None) -> tuple[list[str], list[int]]:
         return responses(
             policy,
             tokenizer,
@@ -96,12 +98,14 @@ def load_engine(
     return Engine("hf", metadata.version("transformers"), str(target), chat, generate)
 
 
-def _vllm_engine(model, tokenizer, chat: bool, max_new_tokens: int, temperature: float, top_p: float) -> Engine:
+def _vllm_engine(
+    model, tokenizer, chat: ChatFormat | None, max_new_tokens: int, temperature: float, top_p: float
+) -> Engine:
     import vllm
 
     llm = vllm.LLM(model=model, tokenizer=model)
 
-    def generate(problems: Sequence[Problem], greedy: bool, seed: int | None) -> list[str]:
+    def generate(problems: Sequence[Problem], greedy: bool, seed: int | None) -> tuple[list[str], list[int]]:
         ids, mask = encode_prompts(tokenizer, [p.prompt for p in problems], chat)  # (N, T_prompt), left-padded
         prompts = [{"prompt_token_ids": row[keep.bool()].tolist()} for row, keep in zip(ids, mask, strict=True)]
         # One seed per request (seed + index), so each sample is reproducible whatever vLLM batches together.
@@ -117,6 +121,6 @@ def _vllm_engine(model, tokenizer, chat: bool, max_new_tokens: int, temperature:
             for index in range(len(prompts))
         ]
         outputs = llm.generate(prompts, params, use_tqdm=False)
-        return [output.outputs[0].text for output in outputs]
+        return [output.outputs[0].text for output in outputs], [len(output.outputs[0].token_ids) for output in outputs]
 
     return Engine("vllm", vllm.__version__, "cuda", chat, generate)

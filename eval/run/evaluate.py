@@ -49,6 +49,7 @@ class Protocol:
     limit: score only the first ``limit`` problems (None: all).
     seed: seed of the sampled responses.
     chat_template: auto wraps prompts in the tokenizer's chat template when it has one.
+    system_prompt: a system turn before each prompt (chat template only); None: none.
     """
 
     benchmark: str
@@ -60,6 +61,7 @@ class Protocol:
     limit: int | None = None
     seed: int = 0
     chat_template: Literal["auto", "always", "never"] = "auto"
+    system_prompt: str | None = None
 
     def __post_init__(self) -> None:
         if self.benchmark not in SUITES:
@@ -84,16 +86,41 @@ def render(template: str, problem: Problem) -> Problem:
     return dataclasses.replace(problem, prompt=template.replace("{problem}", problem.prompt))
 
 
+Response = tuple[str, int]
+"""A response's text and its number of generated tokens."""
+
+
 def sample_grid(
     generate: Generate, problems: Sequence[Problem], samples: int, seed: int
-) -> tuple[list[str], list[list[str]]]:
+) -> tuple[list[Response], list[list[Response]]]:
     """Greedy responses (one per problem) and ``samples`` sampled responses per problem, problem-major."""
-    greedy = generate(problems, True, None)
+    greedy = list(zip(*generate(problems, True, None), strict=True))
     if samples == 0:
         return greedy, [[] for _ in problems]
     repeated = [problem for problem in problems for _ in range(samples)]
-    sampled = generate(repeated, False, seed)
+    sampled = list(zip(*generate(repeated, False, seed), strict=True))
     return greedy, [sampled[i * samples : (i + 1) * samples] for i in range(len(problems))]
+
+
+def response_lengths(greedy: Sequence[Response], sampled: Sequence[Sequence[Response]], max_new_tokens: int) -> dict:
+    """Every generated response's mean number of tokens and the share cut at the budget."""
+    tokens = _token_counts(greedy, sampled)
+    return {
+        "response_tokens_mean": sum(tokens) / len(tokens),
+        "truncated_fraction": sum(count >= max_new_tokens for count in tokens) / len(tokens),
+    }
+
+
+def throughput(greedy: Sequence[Response], sampled: Sequence[Sequence[Response]], seconds: float) -> dict:
+    """Generated tokens per second and seconds per problem, over ``seconds`` of generation."""
+    return {
+        "tokens_per_second": round(sum(_token_counts(greedy, sampled)) / seconds, 2),
+        "seconds_per_problem": round(seconds / len(greedy), 3),
+    }
+
+
+def _token_counts(greedy: Sequence[Response], sampled: Sequence[Sequence[Response]]) -> list[int]:
+    return [count for _, count in greedy] + [count for group in sampled for _, count in group]
 
 
 def evaluate(
@@ -120,23 +147,37 @@ def evaluate(
         protocol.top_p,
         protocol.chat_template,
         device,
+        protocol.system_prompt,
     )
     prompted = [render(protocol.prompt_template, problem) for problem in problems]
+    generation_started = time.perf_counter()
     greedy, sampled = sample_grid(engine.generate, prompted, protocol.samples, protocol.seed)
-    generation_seconds = time.perf_counter() - started
-    records = suite.score(problems, greedy, sampled)
-    metrics = suite.metrics(records, protocol.samples)
+    generation_seconds = time.perf_counter() - generation_started
+    records = suite.score(problems, [text for text, _ in greedy], [[text for text, _ in group] for group in sampled])
+    for record, (_, tokens), group in zip(records, greedy, sampled, strict=True):
+        record["greedy"]["tokens"] = tokens
+        for sample, (_, sample_tokens) in zip(record["samples"], group, strict=True):
+            sample["tokens"] = sample_tokens
+    metrics = {
+        **suite.metrics(records, protocol.samples),
+        **response_lengths(greedy, sampled, protocol.max_new_tokens),
+    }
     provenance = {
         "protocol": dataclasses.asdict(protocol),
         "model": model,
-        "chat_template_applied": engine.chat_template_applied,
+        "chat_template_applied": engine.chat is not None,
         "engine": {"name": engine.name, "version": engine.version},
         "extractor": suite.extractor,
         "grader": suite.grader,
         **({"sandbox": suite.sandbox()} if suite.sandbox else {}),
         "problems": len(problems),
         "problems_file": str(problems_file) if problems_file else None,
-        "seconds": {"generation": round(generation_seconds, 2), "total": round(time.perf_counter() - started, 2)},
+        "seconds": {
+            "loading": round(generation_started - started, 2),
+            "generation": round(generation_seconds, 2),
+            "total": round(time.perf_counter() - started, 2),
+        },
+        "throughput": throughput(greedy, sampled, generation_seconds),
         "git_commit": git_commit(),
         "packages": {name: _version(name) for name in PROTOCOL_PACKAGES},
         "hardware": {"device": engine.device, "platform": platform.platform(), "python": platform.python_version()},
@@ -179,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top-p", type=float)
     parser.add_argument("--max-new-tokens", type=int)
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--system-prompt", help="a system turn before every prompt (models with a chat template)")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="device of the hf backend")
     parser.add_argument(
         "--backend", default="hf", choices=BACKENDS, help="inference engine (auto: vllm where it can run, else hf)"
@@ -193,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             "top_p": args.top_p,
             "max_new_tokens": args.max_new_tokens,
             "seed": args.seed,
+            "system_prompt": args.system_prompt,
         }.items()
         if value is not None
     }

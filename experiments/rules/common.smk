@@ -71,16 +71,22 @@ ABLATION_BENCHMARK_OPTIONS = (
 
 
 def model_input(wildcards):
-    """What scoring a model waits for: the start model (built-in base or nothing), or the run's final metrics."""
+    """What scoring a model waits for: the start model (built-in base or nothing), a packaged model's
+    directory, or the run's final metrics."""
     if wildcards.model == "base_model":
         return BASE_INPUT
+    if wildcards.model in config["packaged_models"]:
+        return f"results/models/{wildcards.model}"
     return f"results/runs/{wildcards.model}/final_metrics.json"
 
 
 def model_directory(wildcards):
-    """The model to score: the configured model or the built-in base, or the final policy of results/runs/<model>."""
+    """The model to score: the configured model or the built-in base, a packaged model converted under
+    results/models/, or the final policy of results/runs/<model>."""
     if wildcards.model == "base_model":
         return config["model"] or "results/base_model"
+    if wildcards.model in config["packaged_models"]:
+        return f"results/models/{wildcards.model}"
     return f"results/runs/{wildcards.model}/checkpoint/policy"
 
 

@@ -53,7 +53,7 @@ def test_a_shard_generates_its_rows_of_the_whole_batch_while_other_rows_run_on(t
 
     cfg = load_config("grpo", overrides=tiny_overrides(tiny_base))
     policy, tokenizer = load_policy(cfg.model).eval(), load_tokenizer(cfg.model)
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, ["1 + 2 =", "3 * 4 + 1 =", "5 =", "7 + 7 * 2 ="], False)
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, ["1 + 2 =", "3 * 4 + 1 =", "5 =", "7 + 7 * 2 ="], None)
     prompt_ids, prompt_mask = prompt_ids.repeat_interleave(3, 0), prompt_mask.repeat_interleave(3, 0)  # (12, T)
     options = {"max_new_tokens": 20, "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id}
     whole = generate(policy, prompt_ids, prompt_mask, generator=torch.Generator().manual_seed(1), **options)

@@ -16,7 +16,7 @@ def policy(tiny_base):
 
 
 def _generate(model, tokenizer, prompts, **kwargs):
-    ids, mask = encode_prompts(tokenizer, prompts, chat=False)
+    ids, mask = encode_prompts(tokenizer, prompts, chat=None)
     return ids, mask, generate(model, ids, mask, 24, tokenizer.eos_token_id, tokenizer.pad_token_id, **kwargs)
 
 
@@ -84,7 +84,7 @@ def test_samples_are_the_tokens_transformers_generate_draws_from_the_same_random
 ):
     """Same logits, same distribution, same multinomial draws: the lean sampler reproduces ``generate`` token for token."""
     model, tokenizer = policy
-    ids, mask = encode_prompts(tokenizer, prompts, chat=False)  # 18 rows, groups of one prompt
+    ids, mask = encode_prompts(tokenizer, prompts, chat=None)  # 18 rows, groups of one prompt
     assert bool(mask.all()) == (set(prompts) == set(EQUAL_WIDTH))
     torch.manual_seed(11)
     ours = generate(
@@ -143,7 +143,7 @@ def test_sharing_each_prompt_gives_the_joined_passs_logprobs_entropies_and_gradi
 
 def test_greedy_tokens_are_transformers_greedy_tokens(policy):
     model, tokenizer = policy
-    ids, mask = encode_prompts(tokenizer, PROMPTS * 6, chat=False)
+    ids, mask = encode_prompts(tokenizer, PROMPTS * 6, chat=None)
     ours = generate(model, ids, mask, 24, tokenizer.eos_token_id, tokenizer.pad_token_id, greedy=True)
     theirs = model.generate(
         input_ids=ids,

@@ -12,12 +12,13 @@ from transformers import GenerationConfig
 from algos.config.presets import load_config
 from algos.engine.generation import generate
 from algos.engine.models import (
+    ChatFormat,
+    chat_format,
     decode_responses,
     encode_prompts,
     end_token_ids,
     load_policy,
     load_tokenizer,
-    uses_chat_template,
 )
 from algos.engine.sequences import SequenceBatch, response_logprobs
 from eval.tasks.config import TaskConfig
@@ -31,7 +32,7 @@ LONG = "Tom has " + ", then ".join(f"{n} apples" for n in range(60)) + ". How ma
 def smol(smollm2):
     cfg = load_config(overrides=[f"model.name_or_path={smollm2}", "model.dtype=float32"])
     tokenizer = load_tokenizer(cfg.model)
-    return tokenizer, load_policy(cfg.model).eval(), uses_chat_template(cfg.model, tokenizer)
+    return tokenizer, load_policy(cfg.model).eval(), chat_format(cfg.model, tokenizer)
 
 
 def test_the_chat_template_is_applied_once_and_adds_no_second_start(smol):
@@ -42,6 +43,19 @@ def test_the_chat_template_is_applied_once_and_adds_no_second_start(smol):
     assert text.count("<|im_start|>user\nWhat is 12 + 7?<|im_end|>") == 1
     assert text.count("<|im_start|>system") == 1 and text.endswith("<|im_start|>assistant\n")
     assert text.startswith("<|im_start|>system")  # nothing (a BOS) added in front of the template
+
+
+def test_a_system_prompt_replaces_the_templates_default_system_turn(smol, smollm2):
+    tokenizer, _, _ = smol
+    ids, mask = encode_prompts(tokenizer, ["What is 12 + 7?"], ChatFormat("Answer with one number."))
+    text = tokenizer.decode(ids[0][mask[0].bool()])
+    assert text.startswith("<|im_start|>system\nAnswer with one number.<|im_end|>\n<|im_start|>user\nWhat is 12 + 7?")
+    assert text.count("<|im_start|>system") == 1
+    cfg = load_config(
+        overrides=[f"model.name_or_path={smollm2}", "model.chat_template=never", "model.system_prompt=Hi"]
+    )
+    with pytest.raises(ValueError, match="model.system_prompt is set but prompts .* do not go through a chat template"):
+        chat_format(cfg.model, tokenizer)
 
 
 def test_every_end_token_of_the_generation_config_ends_a_response(smol):

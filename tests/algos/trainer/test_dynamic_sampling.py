@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-import algos.trainer.rollout as rollout
 from algos.config.presets import load_config
 from algos.engine.sequences import SequenceBatch
+from algos.trainer import rollout
 
 
 def config(**changes):
@@ -67,7 +67,7 @@ class Tokenizer:
 
 def collect(cfg):
     model = torch.nn.Linear(1, 1)
-    return rollout.collect_rollout(cfg, 0, model, Tokenizer(), None, False)
+    return rollout.collect_rollout(cfg, 0, model, Tokenizer(), None, None)
 
 
 def test_sampling_goes_on_until_the_batch_is_full(scripted):

@@ -53,9 +53,9 @@ def test_one_update_is_the_same_with_and_without_the_scoring_pass(tiny_base):
     tokenizer = load_tokenizer(cfg.model)
     task = builtin_task(cfg.task, cfg.run.eval_splits, cfg.run.eval_problems)
     policy = load_policy(cfg.model)
-    reused = collect_rollout(cfg, 5, policy, tokenizer, task, chat=False)
+    reused = collect_rollout(cfg, 5, policy, tokenizer, task, chat=None)
     scoring = config(tiny_base, "optim.micro_batch_size=4", "rollout.old_logprobs=score")
-    scored = collect_rollout(scoring, 5, policy, tokenizer, task, chat=False)
+    scored = collect_rollout(scoring, 5, policy, tokenizer, task, chat=None)
     assert reused.old_logprobs is None and scored.old_logprobs is not None
     assert torch.equal(reused.sequences.response_ids, scored.sequences.response_ids)  # sampling is untouched
 

@@ -2,9 +2,18 @@
 
 from math import comb
 
+import numpy as np
 import pytest
+from scipy.stats import binomtest
 
-from eval.benchmarks.metrics import avg_at_k, maj_at_k, majority_vote, mean_pass_at_k, pass_at_k
+from eval.benchmarks.metrics import (
+    avg_at_k,
+    interval_over_problems,
+    maj_at_k,
+    majority_vote,
+    mean_pass_at_k,
+    pass_at_k,
+)
 
 
 @pytest.mark.parametrize(
@@ -80,3 +89,33 @@ def test_maj_at_k_hand_cases():
     assert maj_at_k(answers, correct) == pytest.approx(1 / 4)
     with pytest.raises(ValueError, match="same shape"):
         maj_at_k(answers[:3], correct)
+
+
+@pytest.mark.parametrize(("successes", "n"), [(0, 10), (1, 10), (7, 20), (50, 100), (100, 100)])
+def test_the_interval_of_verdicts_is_scipys_wilson_interval(successes, n):
+    expected = binomtest(successes, n).proportion_ci(0.95, method="wilson")
+    low, high = interval_over_problems([1.0] * successes + [0.0] * (n - successes))
+    assert low == pytest.approx(expected.low, abs=1e-12) and high == pytest.approx(expected.high, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("problems", "samples", "difficulty"),
+    [(100, 1, (0.5, 4.0)), (100, 4, (0.5, 4.0)), (30, 4, (2, 2)), (500, 4, (0.5, 20)), (50, 32, (0.5, 4.0))],
+)
+def test_the_interval_covers_the_benchmark_score_at_its_stated_rate(problems, samples, difficulty):
+    """Simulated benchmarks: each problem's chance of being solved drawn from a Beta (most problems hard, as
+    for a small model), k samples per problem; the target is the population mean, E[Beta]."""
+    rng = np.random.default_rng(0)
+    a, b = difficulty
+    truth, covered, trials = a / (a + b), 0, 2000
+    for _ in range(trials):
+        chances = rng.beta(a, b, problems)
+        rates = rng.binomial(samples, chances) / samples
+        low, high = interval_over_problems(rates.tolist())
+        covered += low <= truth <= high
+    assert 0.92 <= covered / trials <= 0.975
+
+
+def test_an_interval_needs_problems():
+    with pytest.raises(ValueError, match="no problems"):
+        interval_over_problems([])

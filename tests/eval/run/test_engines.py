@@ -54,8 +54,12 @@ def fake_vllm(monkeypatch):
         def generate(self, prompts, params, use_tqdm=True):
             calls["generate"].append((prompts, params))
             return [
-                types.SimpleNamespace(outputs=[types.SimpleNamespace(text=f"answer {len(p['prompt_token_ids'])}")])
-                for p in prompts
+                types.SimpleNamespace(
+                    outputs=[
+                        types.SimpleNamespace(text=f"answer {len(p['prompt_token_ids'])}", token_ids=[5, 6, 0][: i + 1])
+                    ]
+                )
+                for i, p in enumerate(prompts)
             ]
 
     module = types.ModuleType("vllm")
@@ -79,9 +83,9 @@ def test_vllm_engine_gets_the_hf_prompt_ids_and_the_protocol_decoding(fake_vllm,
     sampled = engine.generate(problems, False, 7)
 
     tokenizer = load_tokenizer(ModelConfig(name_or_path=str(tiny_base)))
-    ids, mask = encode_prompts(tokenizer, [p.prompt for p in problems], chat=False)
+    ids, mask = encode_prompts(tokenizer, [p.prompt for p in problems], chat=None)
     expected = [row[keep.bool()].tolist() for row, keep in zip(ids, mask, strict=True)]
-    assert greedy == sampled == [f"answer {len(row)}" for row in expected]
+    assert greedy == sampled == ([f"answer {len(row)}" for row in expected], [1, 2])
     (greedy_prompts, greedy_params), (_, sampled_params) = fake_vllm["generate"]
     assert [p["prompt_token_ids"] for p in greedy_prompts] == expected  # unpadded, same encoding as hf
     assert all(p.temperature == 0.0 and p.seed is None and p.max_tokens == 12 for p in greedy_params)

@@ -13,7 +13,9 @@ from eval.run.evaluate import (
     evaluate,
     main,
     render,
+    response_lengths,
     sample_grid,
+    throughput,
 )
 from eval.tasks.records import Problem, read_problems, write_problems
 from eval.tasks.synthetic import extract_answer, grade
@@ -30,11 +32,12 @@ def test_sample_grid_groups_samples_by_problem():
 
     def fake_generate(batch, greedy, generator):
         calls.append((greedy, generator is not None))
-        return [f"{p.prompt}-{'g' if greedy else i}" for i, p in enumerate(batch)]
+        texts = [f"{p.prompt}-{'g' if greedy else i}" for i, p in enumerate(batch)]
+        return texts, [len(text) for text in texts]
 
     greedy, sampled = sample_grid(fake_generate, problems, samples=2, seed=0)
-    assert greedy == ["p0-g", "p1-g", "p2-g"]
-    assert sampled == [["p0-0", "p0-1"], ["p1-2", "p1-3"], ["p2-4", "p2-5"]]
+    assert greedy == [("p0-g", 4), ("p1-g", 4), ("p2-g", 4)]
+    assert sampled == [[("p0-0", 4), ("p0-1", 4)], [("p1-2", 4), ("p1-3", 4)], [("p2-4", 4), ("p2-5", 4)]]
     assert calls == [(True, False), (False, True)]
     assert sample_grid(fake_generate, problems, samples=0, seed=0)[1] == [[], [], []]
 
@@ -54,8 +57,20 @@ def test_metrics_by_hand():
     # pass@2 = 1 - C(n-c, 2) / C(n, 2): problem a (c=2) 1 - 1/6, problem b (c=1) 1 - 3/6
     assert metrics["pass@2"] == pytest.approx(((1 - 1 / 6) + (1 - 3 / 6)) / 2)
     assert metrics["pass@4"] == 1.0
-    assert set(metrics) == {"problems", "greedy_pass@1", "avg@4", "pass@1", "pass@2", "pass@4", "maj@4"}
+    intervals = {f"ci95_{side}/{name}" for side in ("low", "high") for name in ("greedy_pass@1", "avg@4")}
+    assert set(metrics) == {"problems", "greedy_pass@1", "avg@4", "pass@1", "pass@2", "pass@4", "maj@4"} | intervals
+    assert metrics["ci95_low/avg@4"] < metrics["avg@4"] < metrics["ci95_high/avg@4"]
     assert 0.0 <= metrics["maj@4"] <= 1.0
+
+
+def test_response_lengths_and_throughput_by_hand():
+    greedy = [("a", 3), ("b", 8)]
+    sampled = [[("c", 8), ("d", 1)], [("e", 2), ("f", 8)]]
+    assert response_lengths(greedy, sampled, max_new_tokens=8) == {
+        "response_tokens_mean": 5.0,
+        "truncated_fraction": 0.5,
+    }
+    assert throughput(greedy, sampled, seconds=2.0) == {"tokens_per_second": 15.0, "seconds_per_problem": 1.0}
 
 
 def test_answer_judge_extracts_and_grades():
