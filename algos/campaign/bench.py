@@ -43,8 +43,7 @@ from algos.trainer.run_files import read_metrics
 from algos.trainer.train import train
 from eval.tasks.config import TaskConfig
 from eval.tasks.records import Problem
-from eval.tasks.sources import make_task
-from eval.tasks.synthetic import grade
+from eval.tasks.sources import VERIFIERS, make_task
 
 TINY_QWEN2 = "tiny-qwen2"
 LEARNING_RATE = 1e-5
@@ -63,6 +62,7 @@ class Workload:
     warmup: int = 1
     repeats: int = 6
     seed: int = 0
+    task: str = "checked_chain"
 
     @property
     def steps(self) -> int:
@@ -157,14 +157,14 @@ def harness_overrides(work: Workload) -> list[str]:
 
 def training_problems(work: Workload) -> list[Problem]:
     """The prompts both sides draw from: ``steps x P`` distinct problems of the built-in task's training split."""
-    return make_task(TaskConfig()).problems("train", work.prompts * work.steps, seed=work.seed)
+    return make_task(TaskConfig(name=work.task)).problems("train", work.prompts * work.steps, seed=work.seed)
 
 
 def run_harness(work: Workload) -> SideResult:
     """``work.steps`` GRPO steps of :func:`algos.trainer.train.train`; the per-step timings come from its metrics."""
     cfg = load_config("grpo", overrides=harness_overrides(work))
     with tempfile.TemporaryDirectory(prefix="bench-harness-") as out:
-        train(cfg, out, problems=training_problems(work), eval_problems={}, verifier=grade)
+        train(cfg, out, problems=training_problems(work), eval_problems={}, verifier=VERIFIERS[work.task])
         lines = [line for line in read_metrics(Path(out)) if line["step"] >= 1 and "perf/step_seconds" in line]
     timed = lines[work.warmup :]
     return SideResult(
@@ -183,10 +183,19 @@ def run_trl(work: Workload) -> SideResult:
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    dataset = Dataset.from_list([{"prompt": p.prompt, "answer": p.answer} for p in training_problems(work)])
+    tokenizer = AutoTokenizer.from_pretrained(work.model, padding_side="left")
+    chat = tokenizer.chat_template is not None  # as the harness (model.chat_template=auto): then TRL gets turns
+    dataset = Dataset.from_list(
+        [
+            {"prompt": [{"role": "user", "content": p.prompt}] if chat else p.prompt, "answer": p.answer}
+            for p in training_problems(work)
+        ]
+    )
+    verifier = VERIFIERS[work.task]
 
     def correctness(prompts, completions, answer, **_):
-        return [1.0 if grade(text, reference) else 0.0 for text, reference in zip(completions, answer, strict=True)]
+        texts = [completion[-1]["content"] if chat else completion for completion in completions]
+        return [1.0 if verifier(text, reference) else 0.0 for text, reference in zip(texts, answer, strict=True)]
 
     class StepClock(TrainerCallback):
         def __init__(self):
@@ -214,7 +223,6 @@ def run_trl(work: Workload) -> SideResult:
             clock.generation[-1] += time.perf_counter() - started
             return result
 
-    tokenizer = AutoTokenizer.from_pretrained(work.model, padding_side="left")
     with tempfile.TemporaryDirectory(prefix="bench-trl-") as out:
         args = GRPOConfig(
             output_dir=out,
@@ -341,6 +349,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=16, help="prompts per step (P)")
     parser.add_argument("--group", type=int, default=8, help="samples per prompt (G)")
     parser.add_argument("--max-new-tokens", type=int, default=40)
+    parser.add_argument(
+        "--task", default="checked_chain", choices=sorted(VERIFIERS), help="built-in task the prompts come from"
+    )
+    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of both sides")
     parser.add_argument("--repeats", type=int, default=6, help="timed steps per side (the median is reported)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per side before the timed ones")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
@@ -352,7 +364,16 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="bench-model-") as scratch:
         model = str(build_tiny_qwen2(Path(scratch))) if args.model == TINY_QWEN2 else args.model
-        work = Workload(model, args.prompts, args.group, args.max_new_tokens, warmup=args.warmup, repeats=args.repeats)
+        work = Workload(
+            model,
+            args.prompts,
+            args.group,
+            args.max_new_tokens,
+            args.temperature,
+            warmup=args.warmup,
+            repeats=args.repeats,
+            task=args.task,
+        )
         if args.scaling:
             print(json.dumps(scaling(work, args.scaling), indent=2))
             return 0

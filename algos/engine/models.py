@@ -21,6 +21,7 @@ from transformers import (
 )
 
 from algos.config.schema import ModelConfig
+from algos.engine.adapters import is_adapter_directory, load_merged, with_adapters
 
 BUILT_IN_BASE = ModelConfig().name_or_path
 
@@ -34,7 +35,7 @@ class ModelNotFoundError(FileNotFoundError):
 def _checked_source(cfg: ModelConfig) -> str:
     source = cfg.name_or_path
     looks_local = source == BUILT_IN_BASE or source.startswith((".", "/", "~")) or Path(source).exists()
-    if looks_local and not (Path(source).expanduser() / "config.json").is_file():
+    if looks_local and not ((Path(source).expanduser() / "config.json").is_file() or is_adapter_directory(source)):
         raise ModelNotFoundError(
             f"model.name_or_path='{source}' has no model (no config.json there): build the built-in base with "
             f"`python -m algos.trainer.sft --out {source}` (or `snakemake base_model`), or set model.name_or_path "
@@ -43,17 +44,48 @@ def _checked_source(cfg: ModelConfig) -> str:
     return str(Path(source).expanduser()) if looks_local else source
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+"""Files of which a directory holding a tokenizer has at least one."""
+
+
 def load_tokenizer(cfg: ModelConfig) -> PreTrainedTokenizerBase:
     """The model's tokenizer, left-padding for batched generation, with a pad token."""
-    tokenizer = AutoTokenizer.from_pretrained(_checked_source(cfg), padding_side="left")
+    source = _checked_source(cfg)
+    if Path(source).is_dir() and not any((Path(source) / name).is_file() for name in TOKENIZER_FILES):
+        raise ModelNotFoundError(
+            f"model.name_or_path='{cfg.name_or_path}' has a model but no tokenizer (none of "
+            f"{', '.join(TOKENIZER_FILES)}): save the model's tokenizer into that directory "
+            "(tokenizer.save_pretrained(directory))"
+        )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, padding_side="left")
+    except (OSError, ValueError) as error:
+        first_line = str(error).strip().splitlines()[0]
+        raise ModelNotFoundError(
+            f"model.name_or_path='{cfg.name_or_path}': its tokenizer does not load: {first_line}"
+        ) from error
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
 
 
-def load_policy(cfg: ModelConfig) -> PreTrainedModel:
-    """The causal LM to train (or to freeze as the reference policy), with ``gradient_checkpointing`` applied."""
-    return _with_checkpointing(cfg, AutoModelForCausalLM.from_pretrained(_checked_source(cfg), dtype=DTYPES[cfg.dtype]))
+def load_policy(cfg: ModelConfig, checkpoint: Path | None = None, adapter_seed: int = 0) -> PreTrainedModel:
+    """The causal LM to train (or to freeze as the reference policy), with ``gradient_checkpointing`` applied.
+
+    checkpoint: a run's saved policy to resume from: the whole model, or with ``model.lora`` its adapters
+    (the base is still ``name_or_path``). With ``model.lora`` and no checkpoint, fresh adapters drawn from
+    ``adapter_seed``. A ``name_or_path`` holding saved adapters alone (a LoRA run's policy) loads as its base
+    with the adapters merged in.
+    """
+    source = _checked_source(cfg)
+    if is_adapter_directory(source) and not cfg.lora.enabled:
+        return _with_checkpointing(cfg, load_merged(Path(source), DTYPES[cfg.dtype]))
+    if checkpoint is not None and not cfg.lora.enabled:
+        source = str(checkpoint)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=DTYPES[cfg.dtype])
+    if cfg.lora.enabled:
+        model = with_adapters(model, cfg.lora, checkpoint, adapter_seed)
+    return _with_checkpointing(cfg, model)
 
 
 def load_critic(cfg: ModelConfig, head_seed: int = 0) -> PreTrainedModel:

@@ -12,22 +12,47 @@ Each property says whether a component can have an effect at all, before any tra
   (overlong filtering, soft overlong punishment);
 - long responses: γλ-discounting over the longest correct responses (decoupled and length-adaptive GAE);
 - room to improve: accuracy at T = 1.
+
+Command line (a model's properties on a built-in task's validation problems, e.g. a pretrained model
+on the word problems, at the temperature its runs sample at)::
+
+    python -m algos.trainer.task_properties --model results/models/smollm2-135m-instruct --task word_problems
+        --problems 64 --group-size 8 --max-new-tokens 64 --temperature 0.7 --out results/task_properties/x.json
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
+import sys
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from algos.config.schema import ModelConfig
 from algos.core.repetition import tandem_repeats
+from algos.engine.accuracy import accuracy
 from algos.engine.generation import generate
-from algos.engine.models import decode_responses, encode_prompts, end_token_ids
+from algos.engine.models import (
+    ChatFormat,
+    ModelNotFoundError,
+    chat_format,
+    decode_responses,
+    encode_prompts,
+    end_token_ids,
+    load_policy,
+    load_tokenizer,
+)
+from algos.engine.provenance import environment
+from eval.tasks.config import TaskConfig
 from eval.tasks.records import Problem, Verifier
+from eval.tasks.sources import DIFFICULTY, VERIFIERS, make_task
 
 HARD_BAND = (0.05, 0.15)
 """Pass rates of the hard band: solved now and then, so that a group of 8 sometimes has a success."""
@@ -61,8 +86,11 @@ def sample_groups(
     max_new_tokens: int,
     seed: int = 0,
     prompts_per_batch: int = 32,
+    chat: ChatFormat | None = None,
+    temperature: float = 1.0,
 ) -> SampledGroups:
-    """Sample ``group_size`` responses to each problem at T = 1 within ``max_new_tokens`` and grade them."""
+    """Sample ``group_size`` responses to each problem at ``temperature`` within ``max_new_tokens`` and grade
+    them; ``chat``: how prompts go through the model's chat template (None: raw)."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -70,7 +98,7 @@ def sample_groups(
     parts: dict[str, list[torch.Tensor]] = defaultdict(list)
     for start in range(0, len(problems), prompts_per_batch):
         chunk = problems[start : start + prompts_per_batch]
-        prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat=None)
+        prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat)
         result = generate(
             model,
             prompt_ids.repeat_interleave(group_size, dim=0).to(device),
@@ -78,6 +106,7 @@ def sample_groups(
             max_new_tokens,
             end_token_ids(tokenizer, model),
             tokenizer.pad_token_id,
+            temperature=temperature,
             generator=generator,
         )
         texts = decode_responses(tokenizer, result.response_ids, result.lengths)
@@ -155,3 +184,79 @@ def within_target(key: str, value: float) -> bool:
     """Whether a measured property lies within its :data:`TARGETS` bounds."""
     low, high, _ = TARGETS[key]
     return (low is None or value >= low) and (high is None or value <= high)
+
+
+def measure(
+    model_cfg: ModelConfig,
+    task_cfg: TaskConfig,
+    problems: int,
+    group_size: int,
+    max_new_tokens: int,
+    temperature: float,
+    seed: int = 0,
+) -> dict:
+    """The properties of ``model_cfg``'s samples on ``problems`` validation problems of the task, with its greedy
+    accuracy on them, the settings and the seconds taken."""
+    started = time.perf_counter()
+    tokenizer = load_tokenizer(model_cfg)
+    chat = chat_format(model_cfg, tokenizer)
+    model = load_policy(model_cfg)
+    validation = make_task(task_cfg).problems("validation", problems, seed=seed)
+    verifier = VERIFIERS[task_cfg.name]
+    samples = sample_groups(
+        model, tokenizer, validation, verifier, group_size, max_new_tokens, seed, chat=chat, temperature=temperature
+    )
+    greedy = accuracy(model, tokenizer, validation, verifier, max_new_tokens, greedy=True, chat=chat)
+    return {
+        "model": model_cfg.name_or_path,
+        "task": task_cfg.name,
+        "settings": {
+            "problems": problems,
+            "group_size": group_size,
+            "max_new_tokens": max_new_tokens,
+            "temperature": temperature,
+            "seed": seed,
+            "chat_template": chat is not None,
+        },
+        "accuracy_greedy": greedy,
+        "accuracy_sampled": samples.correct.float().mean().item(),
+        "properties": task_properties(samples, DIFFICULTY[task_cfg.name]),
+        "seconds": round(time.perf_counter() - started, 1),
+        "environment": environment(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m algos.trainer.task_properties", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--model", required=True, help="model directory or hub id")
+    parser.add_argument("--task", default="checked_chain", choices=sorted(VERIFIERS), help="built-in task")
+    parser.add_argument("--problems", type=int, default=64, help="validation problems sampled")
+    parser.add_argument("--group-size", type=int, default=8, help="samples per problem")
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True, type=Path, help="JSON file written with the measurement")
+    args = parser.parse_args(argv)
+    try:
+        record = measure(
+            ModelConfig(name_or_path=args.model),
+            TaskConfig(name=args.task),
+            args.problems,
+            args.group_size,
+            args.max_new_tokens,
+            args.temperature,
+            args.seed,
+        )
+    except (ModelNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps({key: record[key] for key in ("accuracy_greedy", "accuracy_sampled", "seconds")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -53,6 +53,7 @@ from algos.core.advantages import discounted_returns
 from algos.core.kl_control import adapted_coef, measured_kl, with_coef
 from algos.core.rewards import token_rewards
 from algos.engine.accuracy import accuracy
+from algos.engine.adapters import AdaptersOff
 from algos.engine.checkpoint import Checkpoint, latest_checkpoint, save_checkpoint
 from algos.engine.distributed import Processes, full_optimizer_state, load_full_optimizer_state
 from algos.engine.models import (
@@ -463,20 +464,22 @@ def _build_run(
 def _load_learner(
     cfg: RLConfig, accelerator: Accelerator, resumed: Checkpoint | None
 ) -> tuple[Learner, PreTrainedTokenizerBase, bool]:
-    """The policy, the critic (with a value model) and the reference (with KL), prepared for the processes;
-    the tokenizer; and whether prompts go through its chat template."""
+    """The policy, the critic (with a value model) and the reference (with KL; with LoRA the policy with its
+    adapters off), prepared for the processes; the tokenizer; and how prompts go through its chat template."""
     tokenizer = load_tokenizer(cfg.model)
     chat = chat_format(cfg.model, tokenizer)
-    source = dataclasses.replace(cfg.model, name_or_path=str(resumed.policy)) if resumed else cfg.model
-    policy = load_policy(source)
-    optimizer = torch.optim.AdamW(policy.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    policy = load_policy(cfg.model, resumed.policy if resumed else None, derive_seed(cfg.seed, "lora"))
+    trainable = [parameter for parameter in policy.parameters() if parameter.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
     learner = Learner(*accelerator.prepare(policy, optimizer))
     if cfg.critic.enabled:
         critic_source = dataclasses.replace(cfg.model, name_or_path=str(resumed.critic)) if resumed else cfg.model
         critic = load_critic(critic_source, derive_seed(cfg.seed, "critic-head"))
         critic_optimizer = torch.optim.AdamW(critic.parameters(), lr=cfg.critic.lr, weight_decay=cfg.optim.weight_decay)
         learner.critic, learner.critic_optimizer = accelerator.prepare(critic, critic_optimizer)
-    if cfg.kl.coef > 0:
+    if cfg.kl.coef > 0 and cfg.model.lora.enabled:
+        learner.reference = AdaptersOff(accelerator.unwrap_model(learner.policy))
+    elif cfg.kl.coef > 0:
         reference = load_policy(cfg.model).eval().requires_grad_(False)
         learner.reference = accelerator.prepare_model(reference, evaluation_mode=True)
     return learner, tokenizer, chat

@@ -12,13 +12,14 @@ from pydantic.dataclasses import dataclass
 class TaskConfig:
     """The built-in task (see eval.tasks.sources); ignored when problems are passed in."""
 
-    name: Literal["checked_chain", "chain"] = Field(
+    name: Literal["checked_chain", "chain", "word_problems"] = Field(
         "checked_chain",
         description=(
             "checked_chain: labelled chains worked out line by line with optional checks, so one problem has "
             "correct responses of many lengths (eval.tasks.checked_chain; the default). chain: the worksheet task "
             "whose worked solution has one length per problem (eval.tasks.synthetic; its base: 2-8 operations, "
-            "budget 32)."
+            "budget 32). word_problems: one-step arithmetic stories in English for pretrained chat models "
+            "(eval.tasks.word_problems; the step, modulus and multiplication knobs do not apply to it)."
         ),
     )
     min_steps: Annotated[int, Field(gt=0)] = Field(1, description="Fewest operations in a problem.")

@@ -11,15 +11,23 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from eval.tasks import synthetic, word_problems
 from eval.tasks.checked_chain import CheckedChainTask
 from eval.tasks.config import TaskConfig
 from eval.tasks.records import Problem, Verifier
-from eval.tasks.synthetic import ChainTask, grade
+from eval.tasks.synthetic import ChainTask
+from eval.tasks.word_problems import WordProblemTask
 
-BuiltinTask = CheckedChainTask | ChainTask
+BuiltinTask = CheckedChainTask | ChainTask | WordProblemTask
 
-DIFFICULTY = {"checked_chain": "multiplications", "chain": "steps"}
+DIFFICULTY = {"checked_chain": "multiplications", "chain": "steps", "word_problems": "operation"}
 """Task name -> the problem metadata key that grades its difficulty."""
+VERIFIERS: dict[str, Verifier] = {
+    "checked_chain": synthetic.grade,
+    "chain": synthetic.grade,
+    "word_problems": word_problems.grade,
+}
+"""Task name -> the verifier that grades its responses and computes the reward."""
 
 EVAL_SET_SEED = 0
 """Held-out sets do not depend on the run's seed, so runs with different seeds are scored on the same problems."""
@@ -47,6 +55,8 @@ def make_task(cfg: TaskConfig) -> BuiltinTask:
     """The built-in task ``cfg`` names, with its knobs."""
     if cfg.name == "chain":
         return ChainTask(cfg.min_steps, cfg.max_steps, cfg.modulus)
+    if cfg.name == "word_problems":
+        return WordProblemTask()
     return CheckedChainTask(cfg.min_steps, cfg.max_steps, cfg.modulus, cfg.multiply_share)
 
 
@@ -66,7 +76,7 @@ def builtin_task(
     return TaskData(
         sample_train=lambda count, seed: task.problems("train", count, seed),
         evaluation={split: problems[:eval_problems] for split, problems in drawn.items()},
-        verifier=grade,
+        verifier=VERIFIERS[cfg.name],
         longest_response_tokens=task.longest_response_tokens(),
         final_evaluation=None
         if final_eval_problems is None

@@ -101,10 +101,17 @@ class ChainTask:
         )
 
 
-def draw_problems(sample: Callable[[random.Random], Problem], split: str, count: int, seed: int = 0) -> list[Problem]:
+def draw_problems(
+    sample: Callable[[random.Random], Problem],
+    split: str,
+    count: int,
+    seed: int = 0,
+    split_key: Callable[[Problem], str] = lambda problem: problem.prompt,
+) -> list[Problem]:
     """``count`` distinct problems of ``split`` drawn with ``sample`` from a generator seeded by (seed, split).
 
-    Problems whose text hashes to another split are skipped, so splits never share a problem.
+    Problems whose ``split_key`` (by default the text) hashes to another split are skipped, so splits
+    never share a problem, nor anything else the key holds.
     """
     if split not in SPLITS:
         raise ValueError(f"unknown split '{split}'; valid splits: {', '.join(SPLITS)}")
@@ -117,16 +124,16 @@ def draw_problems(sample: Callable[[random.Random], Problem], split: str, count:
         if attempts > 1000 * count + 10_000:
             raise ValueError(f"the task has too few distinct {split} problems for {count}; widen the step range")
         problem = sample(rng)
-        if problem.prompt in seen or split_of(problem.prompt) != split:
+        if problem.prompt in seen or split_of(split_key(problem)) != split:
             continue
         seen.add(problem.prompt)
         found.append(problem)
     return found
 
 
-def split_of(prompt: str) -> str:
-    """The split a problem text belongs to (stable hash bucket)."""
-    bucket = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16) % 100
+def split_of(key: str) -> str:
+    """The split a problem text (or another key of a problem) belongs to (stable hash bucket)."""
+    bucket = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % 100
     return next(name for name, (low, high) in SPLITS.items() if low <= bucket < high)
 
 
