@@ -91,7 +91,8 @@ def markdown(result: dict) -> str:
     low, high = result["mean_change_ci95"]
     interval = f"[{100 * low:+.1f}, {100 * high:+.1f}]" if low is not None else "(no interval with one run)"
     lines.append(
-        f"\nMean change over {len(result['runs'])} runs: {100 * result['mean_change']:+.1f} points, 95 % paired-t "
+        f"\nMean change over {len(result['runs'])} run{'s' if len(result['runs']) > 1 else ''}: "
+        f"{100 * result['mean_change']:+.1f} points, 95 % paired-t "
         f"interval {interval}, p = {format_p(result['p_value'])} (sign-flip p = {format_p(result['exact_p'])}, "
         f"smallest possible {format_p(result['exact_p_floor'])})."
     )

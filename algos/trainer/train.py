@@ -463,7 +463,7 @@ def _build_run(
 
 def _load_learner(
     cfg: RLConfig, accelerator: Accelerator, resumed: Checkpoint | None
-) -> tuple[Learner, PreTrainedTokenizerBase, bool]:
+) -> tuple[Learner, PreTrainedTokenizerBase, ChatFormat | None]:
     """The policy, the critic (with a value model) and the reference (with KL; with LoRA the policy with its
     adapters off), prepared for the processes; the tokenizer; and how prompts go through its chat template."""
     tokenizer = load_tokenizer(cfg.model)
