@@ -1,15 +1,18 @@
 """Step time of the harness's GRPO beside TRL's ``GRPOTrainer`` at equal work, in one process.
 
-Both start from the same checkpoint and draw their prompts from the same pool (steps x P problems
-of the built-in task's training split), with the same P prompts x G samples, generation budget and
-sampling (T, top-p, no top-k), one update per rollout, no KL term (so no reference model), the same
-optimiser settings and the same loss (GRPO's per-sequence token mean with group-std-scaled
-advantages). Each side runs ``warmup + repeats`` steps and the timed steps are the last
-``repeats``; a step is everything from sampling to the optimiser step. Printed per side: median
-step time with its spread, generation tokens/s, training tokens/s and mean completion length; then
-the ratio harness / TRL, and the peak resident memory of the process. The comparison is declared
-void when the mean completion lengths differ by more than ``--length-tolerance`` (equal work means
-equally long completions).
+Both start from the same checkpoint and train on the same P prompts every step (the first P problems
+of the task's training split), with G samples each, the same generation budget and sampling (T,
+top-p, no top-k), one update per rollout, no KL term (so no reference model), the same optimiser
+settings (by default a rate too small to move the policy: see ``Workload``), the same loss (GRPO's per-sequence token mean with group-std-scaled advantages), float32
+arithmetic and no activation recomputation. TRL's own defaults differ on the last two (bf16
+autocast and gradient checkpointing); ``--trl-option bf16=true --trl-option
+gradient_checkpointing=true`` times them, and any other ``GRPOConfig`` field can be set the same way.
+Each side runs ``warmup + repeats`` steps and the timed steps are the last ``repeats``; a step is
+everything from sampling to the optimiser step. Printed per side: median step time with its spread,
+generation tokens/s, training tokens/s and mean completion length; then the ratio harness / TRL,
+TRL's settings and the peak resident memory of the process. The comparison is declared void when
+the mean completion lengths differ by more than ``--length-tolerance`` (equal work means equally
+long completions).
 
 ``--scaling DIR`` times the harness alone as G doubles (4..32) and as the generation budget doubles
 (20..160), and writes ``scaling.json`` and ``scaling.png`` there: step time should grow at most
@@ -27,6 +30,8 @@ Command line::
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
 import json
 import resource
 import statistics
@@ -46,12 +51,17 @@ from eval.tasks.records import Problem
 from eval.tasks.sources import VERIFIERS, make_task
 
 TINY_QWEN2 = "tiny-qwen2"
-LEARNING_RATE = 1e-5
 
 
 @dataclass(frozen=True)
 class Workload:
-    """What both sides do per step. ``prompts`` x ``group`` completions of up to ``max_new_tokens``."""
+    """What both sides do per step. ``prompts`` x ``group`` completions of up to ``max_new_tokens``.
+
+    The default learning rate is too small to move the policy measurably: every update is computed in
+    full, but both sides keep sampling from the model they started from. At a real rate each side's
+    policy follows its own samples, and on a pretrained model the completion lengths (so the work)
+    drift apart within a few steps.
+    """
 
     model: str
     prompts: int = 16
@@ -63,6 +73,8 @@ class Workload:
     repeats: int = 6
     seed: int = 0
     task: str = "checked_chain"
+    learning_rate: float = 1e-9
+    trl_options: tuple[tuple[str, object], ...] = ()
 
     @property
     def steps(self) -> int:
@@ -143,7 +155,7 @@ def harness_overrides(work: Workload) -> list[str]:
         "advantage.std_scaling=group",
         "optim.epochs=1",
         "optim.mini_batches=1",
-        f"optim.lr={LEARNING_RATE}",
+        f"optim.lr={work.learning_rate}",
         "optim.lr_warmup_steps=0",
         "optim.max_grad_norm=1.0",
         f"run.steps={work.steps}",
@@ -156,8 +168,65 @@ def harness_overrides(work: Workload) -> list[str]:
 
 
 def training_problems(work: Workload) -> list[Problem]:
-    """The prompts both sides draw from: ``steps x P`` distinct problems of the built-in task's training split."""
-    return make_task(TaskConfig(name=work.task)).problems("train", work.prompts * work.steps, seed=work.seed)
+    """The P prompts both sides train on at every step: the first P problems of the task's training split.
+
+    One fixed set rather than a pool, because each side draws from a pool in its own order, and with
+    a few prompts per step which prompts were drawn decides the completion lengths, so the work.
+    """
+    return make_task(TaskConfig(name=work.task)).problems("train", work.prompts, seed=work.seed)
+
+
+def trl_settings(work: Workload) -> dict[str, object]:
+    """TRL's ``GRPOConfig`` fields for the workload (all but the output directory), ``work.trl_options`` last."""
+    settings = {
+        "per_device_train_batch_size": work.prompts * work.group,
+        "num_generations": work.group,
+        "steps_per_generation": 1,
+        "num_iterations": 1,
+        "max_completion_length": work.max_new_tokens,
+        "temperature": work.temperature,
+        "top_p": work.top_p,
+        "top_k": 0,
+        "beta": 0.0,
+        "loss_type": "grpo",
+        "scale_rewards": "group",
+        "learning_rate": work.learning_rate,
+        "lr_scheduler_type": "constant",
+        "max_grad_norm": 1.0,
+        "bf16": False,  # the harness computes in float32 here
+        "gradient_checkpointing": False,  # and keeps its activations
+        "max_steps": work.steps,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": "none",
+        "use_cpu": True,
+        "seed": work.seed,
+        "disable_tqdm": True,
+    }
+    return settings | dict(work.trl_options)
+
+
+def parse_trl_option(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` -> (key, value), the value read as JSON (true, 0.5, "x") or else kept as text.
+
+    With TRL installed, KEY must name a field of its ``GRPOConfig``.
+    """
+    key, equals, value = text.partition("=")
+    if not equals or not key:
+        raise argparse.ArgumentTypeError(f"'{text}' is not KEY=VALUE")
+    try:
+        from trl import GRPOConfig
+    except ImportError:
+        pass  # reported when TRL's side is skipped
+    else:
+        names = sorted(field.name for field in dataclasses.fields(GRPOConfig))
+        if key not in names:
+            near = ", ".join(difflib.get_close_matches(key, names, n=5)) or "none"
+            raise argparse.ArgumentTypeError(f"TRL's GRPOConfig has no field '{key}' (nearest: {near})")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
 
 
 def run_harness(work: Workload) -> SideResult:
@@ -224,30 +293,7 @@ def run_trl(work: Workload) -> SideResult:
             return result
 
     with tempfile.TemporaryDirectory(prefix="bench-trl-") as out:
-        args = GRPOConfig(
-            output_dir=out,
-            per_device_train_batch_size=work.prompts * work.group,
-            num_generations=work.group,
-            steps_per_generation=1,
-            num_iterations=1,
-            max_completion_length=work.max_new_tokens,
-            temperature=work.temperature,
-            top_p=work.top_p,
-            top_k=0,
-            beta=0.0,
-            loss_type="grpo",
-            scale_rewards="group",
-            learning_rate=LEARNING_RATE,
-            lr_scheduler_type="constant",
-            max_grad_norm=1.0,
-            max_steps=work.steps,
-            logging_steps=1,
-            save_strategy="no",
-            report_to="none",
-            use_cpu=True,
-            seed=work.seed,
-            disable_tqdm=True,
-        )
+        args = GRPOConfig(output_dir=out, **trl_settings(work))
         trainer = TimedGRPOTrainer(
             model=AutoModelForCausalLM.from_pretrained(work.model),
             reward_funcs=correctness,
@@ -355,9 +401,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of both sides")
     parser.add_argument("--repeats", type=int, default=6, help="timed steps per side (the median is reported)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per side before the timed ones")
+    parser.add_argument(
+        "--learning-rate", type=float, default=Workload.learning_rate, help="both sides' rate (see Workload)"
+    )
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
     parser.add_argument("--length-tolerance", type=float, default=0.1, help="largest relative completion-length gap")
     parser.add_argument("--no-trl", action="store_true", help="time the harness only")
+    parser.add_argument(
+        "--trl-option",
+        type=parse_trl_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a field of TRL's GRPOConfig over the equal-work settings (repeatable), e.g. bf16=true",
+    )
     parser.add_argument("--json", type=Path, help="also write the report here")
     parser.add_argument("--scaling", type=Path, metavar="DIR", help="time the harness over G and budgets instead")
     args = parser.parse_args(argv)
@@ -373,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
             warmup=args.warmup,
             repeats=args.repeats,
             task=args.task,
+            learning_rate=args.learning_rate,
+            trl_options=tuple(args.trl_option),
         )
         if args.scaling:
             print(json.dumps(scaling(work, args.scaling), indent=2))
@@ -387,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "workload": {**asdict(work), "model": args.model, "threads": args.threads},
         **compare(harness, trl, args.length_tolerance),
+        **({"trl_settings": trl_settings(work)} if trl is not None else {}),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
     print(json.dumps(report, indent=2))

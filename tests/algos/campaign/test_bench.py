@@ -1,10 +1,11 @@
 """The benchmark command: equal-work bookkeeping by hand, and one real (tiny) run beside TRL."""
 
+import argparse
 import json
 
 import pytest
 
-from algos.campaign.bench import SideResult, compare, main
+from algos.campaign.bench import SideResult, Workload, compare, main, parse_trl_option, training_problems, trl_settings
 from tests.peers import import_peer
 
 
@@ -24,6 +25,38 @@ def test_the_comparison_reports_the_median_ratio_and_voids_unequal_work():
     assert set(compare(harness, None, 0.1)) == {"harness"}
 
 
+def test_trl_runs_the_harness_precision_unless_an_option_says_otherwise():
+    import_peer("trl")
+    work = Workload("model", prompts=3, group=2, max_new_tokens=7, temperature=0.5)
+    settings = trl_settings(work)
+    assert settings["bf16"] is False and settings["gradient_checkpointing"] is False
+    assert settings["per_device_train_batch_size"] == 6 and settings["num_generations"] == 2
+    assert settings["max_completion_length"] == 7 and settings["temperature"] == 0.5
+    assert settings["learning_rate"] == work.learning_rate == 1e-9
+    options = (parse_trl_option("bf16=true"), parse_trl_option("max_grad_norm=0.5"), parse_trl_option("optim=sgd"))
+    assert options == (("bf16", True), ("max_grad_norm", 0.5), ("optim", "sgd"))
+    changed = trl_settings(Workload("model", trl_options=options))
+    assert changed["bf16"] is True and changed["max_grad_norm"] == 0.5 and changed["optim"] == "sgd"
+
+
+def test_an_option_trl_does_not_have_is_refused_before_anything_runs(capsys):
+    import_peer("trl")
+    with pytest.raises(argparse.ArgumentTypeError, match="no field 'bf17' .*bf16"):
+        parse_trl_option("bf17=true")
+    with pytest.raises(argparse.ArgumentTypeError, match="not KEY=VALUE"):
+        parse_trl_option("bf16")
+    with pytest.raises(SystemExit) as stopped:
+        main(["--model", "missing-model", "--trl-option", "gradient_checkpoint=true"])
+    assert stopped.value.code == 2 and "no field 'gradient_checkpoint'" in capsys.readouterr().err
+
+
+def test_both_sides_train_on_the_same_prompts_every_step():
+    work = Workload("model", prompts=5, task="word_problems", warmup=2, repeats=3)
+    problems = training_problems(work)
+    assert len(problems) == 5 == len({p.prompt for p in problems})
+    assert [p.prompt for p in problems] == [p.prompt for p in training_problems(work)]
+
+
 def test_a_tiny_run_times_both_sides_on_the_same_workload(tiny_base, tmp_path):
     import_peer("trl")
     out = tmp_path / "report.json"
@@ -36,9 +69,13 @@ def test_a_tiny_run_times_both_sides_on_the_same_workload(tiny_base, tmp_path):
         assert 0 < report[name]["mean_completion_length"] <= 8
     # The step times are printed to 4 decimals and the ratio (of the unrounded times) to 3.
     harness_step, trl_step, half_unit = report["harness"]["median_step_s"], report["trl"]["median_step_s"], 5e-5
-    lowest, highest = (harness_step - half_unit) / (trl_step + half_unit), (harness_step + half_unit) / (trl_step - half_unit)
+    lowest, highest = (
+        (harness_step - half_unit) / (trl_step + half_unit),
+        (harness_step + half_unit) / (trl_step - half_unit),
+    )
     assert lowest - 5e-4 <= report["ratio_harness_over_trl"] <= highest + 5e-4
     assert report["workload"]["repeats"] == 2 and report["peak_rss_mb"] > 0
+    assert report["trl_settings"]["bf16"] is False and report["trl_settings"]["max_completion_length"] == 8
 
 
 def test_scaling_times_every_group_size_and_budget_and_draws_them(monkeypatch, tmp_path):
