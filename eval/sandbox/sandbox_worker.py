@@ -6,7 +6,8 @@ length-prefixed JSON messages on this process's stdin and reads the replies on i
 1. ``{"program": source}`` -> ``{"loaded": true}``, or ``{"loaded": false, "error": ...}`` when the
    program does not compile or raises (``SystemExit`` included) while it runs.
 2. then any number of ``{"call": name, "args": tree, "kwargs": tree}`` -> ``{"value": tree}`` or
-   ``{"raised": "TypeName: message"}``; trees are :mod:`plain_data`.
+   ``{"raised": "TypeName: message"}``; trees are :mod:`plain_data`. ``{"calls": [call, ...]}``
+   makes every call in the list, in its order, and answers ``{"outcomes": [reply, ...]}`` at once.
 
 Nothing here decides pass or fail: the grader compares the values it receives, so a program that
 forges a reply has only chosen a return value. Before the program runs, the channel moves to
@@ -39,11 +40,11 @@ PROGRAM_MODULE = "__sandboxed__"
 """Module name the program runs as. Not "__main__": its ``if __name__ == "__main__":`` block must not run."""
 
 
-def apply_limits(limits: dict[str, Any], cap_processes: bool) -> None:
+def apply_limits(limits: dict[str, Any], processes: int | None) -> None:
     """Resource limits for this process and its children, from SandboxLimits' fields.
 
-    cap_processes: also set RLIMIT_NPROC, which the kernel counts per user (per user namespace
-    since Linux 5.14); left unset where a pids cgroup caps the whole tree instead.
+    processes: RLIMIT_NPROC, which the kernel counts per user (per user namespace since Linux
+    5.14), threads included; None leaves it unset, where a pids cgroup caps the whole tree instead.
     """
     cpu_s = math.ceil(limits["timeout_s"]) + 1
     memory_bytes = limits["memory_mb"] * 2**20
@@ -55,8 +56,8 @@ def apply_limits(limits: dict[str, Any], cap_processes: bool) -> None:
         (resource.RLIMIT_NOFILE, limits["max_open_files"], limits["max_open_files"]),
         (resource.RLIMIT_CORE, 0, 0),
     ]
-    if cap_processes:
-        wanted.append((resource.RLIMIT_NPROC, limits["max_processes"], limits["max_processes"]))
+    if processes is not None:
+        wanted.append((resource.RLIMIT_NPROC, processes, processes))
     for kind, soft, hard in wanted:
         ceiling = resource.getrlimit(kind)[1]  # an inherited hard limit may not be raisable
         resource.setrlimit(kind, (_at_most(soft, ceiling), _at_most(hard, ceiling)))
@@ -101,7 +102,10 @@ def serve(requests: int, replies: int) -> NoReturn:
         os._exit(0)
     send({"loaded": True})
     while (message := _receive(requests)) is not None:
-        send(_answer(program, message))
+        if "calls" in message:
+            send({"outcomes": [_answer(program, call) for call in message["calls"]]})
+        else:
+            send(_answer(program, message))
     os._exit(0)
 
 
@@ -167,9 +171,20 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def not_dumpable() -> None:
+    """Make this process and the ones it forks non-dumpable: a process of the same user can then neither
+    open its /proc/PID/mem nor attach to it (a change of user has the same effect; this covers the rest)."""
+    import ctypes
+
+    pr_set_dumpable = 4
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
+        os._exit(2)
+
+
 def main(argv: list[str]) -> NoReturn:
-    """The sandbox's init (PID 1 of its namespace): fork the server, limit it and drop its privileges,
-    then reap every process orphaned to init until the server ends, and end the same way.
+    """The sandbox's init (PID 1 of its namespace): made non-dumpable and limited as the program will be,
+    fork the server, drop both to the program's user, then reap every process orphaned to init until
+    the server ends, and end the same way.
 
     Init ending makes the kernel kill whatever else is left in the namespace. Ending as the server
     did (its status, or 128 + the signal that killed it) lets bubblewrap, which waits for init,
@@ -179,14 +194,17 @@ def main(argv: list[str]) -> NoReturn:
     """
     limits, drop_to = json.loads(argv[1]), int(argv[2])
     requests, replies = private_channel()
+    not_dumpable()
+    apply_limits(limits, limits["processes"])  # a root init's fork is exempt from RLIMIT_NPROC; it then drops too
     server = os.fork()
     if server == 0:
-        apply_limits(limits, cap_processes=bool(limits.get("cap_processes")))
         if drop_to >= 0:
             drop_privileges(drop_to)
         serve(requests, replies)
     os.close(requests)
     os.close(replies)
+    if drop_to >= 0:
+        drop_privileges(drop_to)
     while True:
         pid, status = os.wait()
         if pid == server:

@@ -6,9 +6,15 @@ namespaces and limits:
 
 - the kernel keyrings (``keyctl``, ``add_key``, ``request_key``): a sandbox would otherwise inherit
   the grader's session keyring, and under root share ``nobody``'s user keyrings with the others;
-- memory outside RLIMIT_AS: SysV shared memory (``shmget``) and ``memfd_create``;
+- memory outside RLIMIT_AS: SysV shared memory, message queues and semaphores (``shmget``,
+  ``msgget``, ``semget``), POSIX message queues (``mq_open``), ``memfd_create`` and ``memfd_secret``;
+- the page cache's state, which outlives the sandbox (the files under /usr are the host's): reading
+  it (``mincore``, ``cachestat``, ``preadv2``, whose RWF_NOWAIT reads only what is cached) or
+  steering it (``fadvise64``, ``readahead``; ``pwritev2`` with its twin);
 - host disk past RLIMIT_FSIZE: ``fallocate`` (with FALLOC_FL_KEEP_SIZE it skips that limit);
-- other processes' memory and control: ``ptrace``, ``process_vm_readv``/``writev``;
+- other processes' memory and control: ``ptrace``, ``process_vm_readv``/``writev``,
+  ``process_madvise``, and process descriptors (``pidfd_open``, ``pidfd_getfd``, which copies
+  another process's open files);
 - new namespaces and mounts: ``unshare``, ``setns``, ``clone`` with a new-namespace flag (``clone3``,
   whose flags a filter cannot read, answers ENOSYS, so the C library falls back to ``clone``),
   ``mount``, ``umount2``, ``pivot_root`` and the new mount API;
@@ -28,8 +34,9 @@ import platform
 import struct
 
 REFUSED = (
-    "keyctl", "add_key", "request_key", "shmget", "memfd_create", "fallocate", "ptrace", "process_vm_readv",
-    "process_vm_writev", "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "open_tree_attr",
+    "keyctl", "add_key", "request_key", "shmget", "msgget", "semget", "mq_open", "memfd_create", "memfd_secret",
+    "mincore", "cachestat", "preadv2", "pwritev2", "fadvise64", "readahead", "fallocate", "ptrace",
+    "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_open", "pidfd_getfd", "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "open_tree_attr",
     "move_mount", "fsopen", "fsmount", "fspick", "fsconfig", "mount_setattr", "io_uring_setup", "io_uring_enter", "io_uring_register", "io_setup", "io_submit", "io_getevents",
     "io_pgetevents", "io_cancel", "io_destroy", "bpf", "perf_event_open", "userfaultfd", "open_by_handle_at",
     "fanotify_init",
@@ -37,6 +44,9 @@ REFUSED = (
 SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
     "x86_64": {
         "keyctl": 250, "add_key": 248, "request_key": 249, "shmget": 29, "memfd_create": 319, "fallocate": 285,
+        "msgget": 68, "semget": 64, "mq_open": 240, "memfd_secret": 447, "mincore": 27, "cachestat": 451,
+        "preadv2": 327, "pwritev2": 328, "fadvise64": 221, "readahead": 187, "process_madvise": 440,
+        "pidfd_open": 434, "pidfd_getfd": 438,
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "unshare": 272, "setns": 308,
         "mount": 165, "umount2": 166, "pivot_root": 155, "open_tree": 428, "move_mount": 429, "fsopen": 430,
         "fsmount": 432, "fspick": 433, "fsconfig": 431, "mount_setattr": 442, "open_tree_attr": 467,
@@ -47,6 +57,9 @@ SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
     },
     "aarch64": {
         "keyctl": 219, "add_key": 217, "request_key": 218, "shmget": 194, "memfd_create": 279, "fallocate": 47,
+        "msgget": 186, "semget": 190, "mq_open": 180, "memfd_secret": 447, "mincore": 232, "cachestat": 451,
+        "preadv2": 286, "pwritev2": 287, "fadvise64": 223, "readahead": 213, "process_madvise": 440,
+        "pidfd_open": 434, "pidfd_getfd": 438,
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "unshare": 97, "setns": 268,
         "mount": 40, "umount2": 39, "pivot_root": 41, "open_tree": 428, "move_mount": 429, "fsopen": 430,
         "fsmount": 432, "fspick": 433, "fsconfig": 431, "mount_setattr": 442, "open_tree_attr": 467,

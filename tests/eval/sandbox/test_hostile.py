@@ -1,11 +1,21 @@
 """The hostile set (tests/eval/sandbox/hostile.py): every completion fails, and none of them leaves a trace."""
 
+import json
 import os
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
+import pytest
+
+from eval.benchmarks.humaneval import load_humaneval, run_humaneval
+from eval.sandbox.host import ProgramFailed, Sandbox
 from tests.eval.sandbox.hostile import (
     ATTACKS,
     GRACE_S,
+    INITIAL_STATE,
+    LEARNER,
     LIMITS,
     bait,
     describe,
@@ -13,6 +23,7 @@ from tests.eval.sandbox.hostile import (
     project_fingerprint,
     run_attacks,
 )
+from tests.eval.sandbox.unprivileged import NOBODY, unprivileged, unprivileged_python
 
 FORGERIES = [name for name, (category, _) in ATTACKS.items() if category == "forgery"]
 
@@ -40,3 +51,74 @@ def test_forged_verdicts_fail_in_the_fallback_sandbox_too(tmp_path):
     with bait(tmp_path) as target:
         outcomes = run_attacks(target, FORGERIES, isolation=fallback)
     assert [o.name for o in outcomes if o.result.passed] == []
+
+
+def test_every_hostile_completion_fails_under_an_unprivileged_grader_too(strong_isolation):
+    """As a user, the grader has no cgroup and bubblewrap runs in a user namespace: the same set, the same checks."""
+    if os.geteuid() != 0:
+        pytest.skip("this grader is unprivileged already: the test above is this one")
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    python = unprivileged_python()
+    home = Path(tempfile.mkdtemp(prefix="hostile-unprivileged-"))
+    try:
+        home.chmod(0o777)
+        report = home / "escaped.json"
+        run = unprivileged(
+            [f"HOME={home}", *python, "-m", "tests.eval.sandbox.hostile", "--home", str(home), "--json", str(report)],
+            cwd=home,
+            timeout=900,
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+        escaped = json.loads(report.read_text())
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert escaped["uid"] == NOBODY and "user namespace" in escaped["isolation"] and escaped["attacks"] == len(ATTACKS)
+    for what in ("passed", "leaked_secret", "late", "arrivals", "survivors"):
+        assert escaped[what] == [], what
+    assert not escaped["canary_changed"] and not escaped["sources_changed"]
+
+
+def learned(state: dict, detail: str) -> dict:
+    """The learner's state after a grading: its last report in the result's detail, else unchanged."""
+    reports = [line for line in detail.splitlines() if line.startswith("STATE")]
+    return json.loads(reports[-1][len("STATE") :]) if reports else state
+
+
+def grade_repeatedly(grade, times: int) -> list[bool]:
+    """``grade(completion) -> (passed, detail)`` on the learner ``times`` times, its memory carried over."""
+    state, passes = INITIAL_STATE, []
+    for _ in range(times):
+        passed, detail = grade(LEARNER.replace("STATE", repr(json.dumps(state)), 1))
+        passes.append(passed)
+        state = learned(state, detail)
+    return passes
+
+
+def test_a_completion_that_never_reads_its_arguments_learns_nothing_in_50_gradings(strong_isolation):
+    problem = load_humaneval()[0]
+
+    def grade(completion):
+        result = run_humaneval(problem, completion, LIMITS, strong_isolation)
+        return result.passed, result.detail
+
+    assert not any(grade_repeatedly(grade, 50))
+
+
+def test_the_learner_does_learn_where_the_calls_follow_the_answers(strong_isolation):
+    """The check above can fail: a test that calls the program as it runs stops at its first failed
+    check, and the learner, given the same memory, then passes within a grading per answer."""
+    problem = load_humaneval()[0]
+    namespace = {}
+    exec(problem.prompt + "    pass\n\n" + problem.metadata["test"], namespace)
+
+    def grade(completion):
+        with Sandbox(problem.prompt + completion, LIMITS, strong_isolation) as sandbox:
+            try:
+                namespace["check"](sandbox.function(problem.metadata["entry_point"]))
+            except (AssertionError, ProgramFailed):
+                return False, sandbox.stderr_tail()
+        return True, ""
+
+    passes = grade_repeatedly(grade, 10)
+    assert passes[-1] and passes.index(True) <= 8

@@ -3,6 +3,7 @@ leaves nothing behind. The hostile set in tests/eval/sandbox/test_hostile.py att
 these tests pin each mechanism down on its own, under bubblewrap and, where it applies, the fallback."""
 
 import errno
+import json
 import os
 import platform
 import shutil
@@ -46,13 +47,17 @@ def isolation(request, strong_isolation):
 
 
 def calls(program, isolation, *calls_, limits=FAST):
-    """judge() with a test that makes the given (name, args, expected) calls."""
+    """judge() with a test that makes the given (name, args, expected) calls; the reference answers as expected."""
 
-    def test(sandbox):
+    def test(functions):
         for name, args, expected in calls_:
-            assert sandbox.call(name, *args) == expected
+            assert functions(name)(*args) == expected
 
-    return judge(program, test, limits, isolation)
+    expected_answers = {}
+    for name, args, expected in calls_:
+        expected_answers.setdefault(name, {})[repr(args)] = expected
+    reference = {name: lambda *args, answers=answers: answers[repr(args)] for name, answers in expected_answers.items()}
+    return judge(program, test, reference, limits, isolation)
 
 
 def assert_still_works(isolation):
@@ -96,7 +101,7 @@ def test_program_that_does_not_load_fails_and_says_why(program, why, isolation):
 
 
 def test_program_that_is_not_text_is_an_error(isolation):
-    assert judge(None, lambda sandbox: None, FAST, isolation).status == "error"
+    assert judge(None, lambda functions: None, {}, FAST, isolation).status == "error"
 
 
 @pytest.mark.parametrize(
@@ -222,7 +227,7 @@ def test_calls_past_the_namespaces_are_refused_by_the_seccomp_filter(strong_isol
         "    return os.waitpid(pid, 0)[1]\n"
     )
     with Sandbox(program, FAST, strong_isolation) as sandbox:
-        for name in ("keyctl", "add_key", "shmget", "memfd_create", "fallocate", "ptrace", "unshare", "mount"):
+        for name in seccomp.REFUSED:  # refused before they run, so all-zero arguments are harmless
             assert sandbox.call("errno_of", numbers[name]) == errno.EPERM, name
         assert sandbox.call("errno_of", numbers["clone3"]) == errno.ENOSYS
         assert sandbox.call("new_user_namespace") == errno.EPERM
@@ -324,3 +329,112 @@ def test_limits_are_checked_at_construction():
         SandboxLimits(max_processes=0)
     with pytest.raises(ValueError, match="max_reply_bytes"):
         SandboxLimits(max_reply_bytes=0)
+
+
+WITNESS = """\
+import sys
+seen = []
+def f(x):
+    seen.append(x)
+    if len(seen) == 4:
+        print(f"order {seen}", file=sys.stderr, flush=True)
+        raise ValueError(f"order {seen}")
+    return ANSWER
+"""
+"""A program that answers every call with ANSWER and, at its fourth call, reports the arguments it got in
+order (on stderr, which a failed test's detail shows, and in the exception the fourth call's check sees)."""
+
+
+def four_checks(functions):
+    f = functions("f")
+    for x in (1, 2, 3):
+        assert f(x) == 2 * x
+    f(4)
+
+
+def test_the_program_answers_every_call_whatever_its_answers_and_in_no_telling_order(strong_isolation):
+    reference = {"f": lambda x: 2 * x}
+    orders = set()
+    for answer in ("2 * x", "-1", "2 * x", "-1", "2 * x", "-1"):
+        result = judge(WITNESS.replace("ANSWER", answer), four_checks, reference, FAST, strong_isolation)
+        # A wrong first answer ends the test, but only after the program answered all four calls.
+        assert result.status == "failed" and "order [" in result.detail
+        orders.add(result.detail.split("order ")[1].split("]")[0])
+    assert {tuple(sorted(order.strip("[").split(", "))) for order in orders} == {("1", "2", "3", "4")}
+    assert len(orders) > 1  # 6 gradings in one order of 24: 1 in 7963 by chance
+
+
+def test_a_test_that_would_take_another_path_fails_and_a_failing_reference_is_an_error(strong_isolation):
+    def chained(functions):
+        f = functions("f")
+        assert f(f(1)) >= 0
+
+    # The reference answers 2 and then 4; a program answering 3 would make the test ask f(3), never planned.
+    result = judge("def f(x):\n    return x + 2\n", chained, {"f": lambda x: 2 * x}, FAST, strong_isolation)
+    assert result.status == "failed" and "did not make" in result.detail
+    result = judge("def f(x):\n    return 2 * x\n", chained, {"f": lambda x: -abs(x) - 1}, FAST, strong_isolation)
+    assert result.status == "error" and "fails on its reference" in result.detail
+    assert judge("def f(x):\n    return x\n", chained, {}, FAST, strong_isolation).status == "error"
+
+
+def test_tests_that_draw_random_inputs_draw_the_same_ones_on_the_reference_and_the_answers(strong_isolation):
+    def random_checks(functions):
+        import random
+
+        for _ in range(20):
+            x = random.randint(0, 10**9)
+            assert functions("f")(x) == x % 7
+
+    program = "def f(x):\n    return x % 7\n"
+    assert judge(program, random_checks, {"f": lambda x: x % 7}, FAST, strong_isolation).passed
+
+
+TREE_PROBES = """\
+import os, threading
+
+def outcome(action):
+    try:
+        action()
+        return "done"
+    except BaseException as error:
+        return type(error).__name__
+
+def fork():
+    if os.fork() == 0:
+        os._exit(0)
+
+def hoard():
+    blocks = []
+    for _ in range(64):
+        blocks.append(bytearray(16 * 2**20))  # 1 GiB in all, over the 192 MB cap
+
+def probes():
+    return {
+        "fork": outcome(fork),
+        "thread": outcome(lambda: threading.Thread(target=int).start()),
+        "memory": outcome(hoard),
+        "tmp": outcome(lambda: open("/tmp/x", "w").write("x")),
+    }
+"""
+UNPRIVILEGED_GRADER = """\
+import json, sys
+from eval.sandbox.host import Sandbox, SandboxLimits, detect_isolation
+isolation = detect_isolation()
+with Sandbox(sys.argv[1], SandboxLimits(timeout_s=10.0, memory_mb=192, max_processes=16), isolation) as sandbox:
+    print(json.dumps({"isolation": isolation.description, "cgroups": isolation.cgroups, **sandbox.call("probes")}))
+"""
+
+
+def test_an_unprivileged_grader_without_a_cgroup_keeps_the_whole_tree_in_one_process(strong_isolation):
+    """No cgroup counts a user's tree, so the program gets one process and one thread, and the memory
+    cap, its own, is the tree's; /tmp, which would hold inodes in kernel memory, is read-only."""
+    from tests.eval.sandbox.unprivileged import unprivileged, unprivileged_python
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    run = unprivileged([*unprivileged_python(), "-c", UNPRIVILEGED_GRADER, TREE_PROBES], cwd="/", timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert not report["cgroups"] and "one process and one thread" in report["isolation"], report
+    assert report["fork"] == "BlockingIOError" and report["thread"] == "RuntimeError", report
+    assert report["memory"] == "MemoryError" and report["tmp"] == "OSError", report
