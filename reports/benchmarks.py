@@ -79,6 +79,7 @@ HEADER = [
     "avg@k [95 % CI]",
     "pass@k (largest k)",
     "maj@k",
+    "no answer (greedy; sampled)",
     "protocol",
     "seconds (per problem; tokens/s)",
 ]
@@ -98,6 +99,7 @@ def table_cells(scores: Mapping[tuple[str, str], Score]) -> list[list[str]]:
                 _named_percent(metrics, "avg@", with_interval=True),
                 _named_percent(metrics, "pass@", largest=True),
                 _named_percent(metrics, "maj@"),
+                _unanswered(metrics),
                 protocol_summary(score.protocol),
                 _seconds(score.protocol),
             ]
@@ -126,6 +128,12 @@ def _interval(metrics: Mapping[str, float], name: str) -> str:
     if f"ci95_low/{name}" not in metrics:
         return ""
     return f" [{_percent(metrics[f'ci95_low/{name}'])}, {_percent(metrics[f'ci95_high/{name}'])}]"
+
+
+def _unanswered(metrics: Mapping[str, float]) -> str:
+    """The shares of responses that state no answer (wrong, but counted apart), where they were recorded."""
+    shares = [_percent(metrics[key]) for key in ("greedy_unanswered", "samples_unanswered") if key in metrics]
+    return "; ".join(shares) or "—"
 
 
 def _seconds(protocol: Mapping[str, Any]) -> str:

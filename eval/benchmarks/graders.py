@@ -1,8 +1,21 @@
 """Verifiers for the math benchmarks: (response text, reference answer) -> correct or not.
 
-Every grader first finds the answer a response commits to (:func:`extract_final_answer`): its last
-``\\boxed{...}``, else its last final-answer phrase ("The final answer is X", "Answer: X",
-"#### X"), else a fallback. The graders differ in how that answer is compared with the reference:
+Every grader first finds the answer a response commits to (:func:`extract_final_answer`), reading
+the whole response as a careful human would:
+
+- The answer is the last *statement* of one: a ``\\boxed{...}``, an explicit "final answer" phrase
+  ("The final answer is X", "Final answer: X") or a GSM8K marker (``#### X`` followed by a number;
+  a markdown heading ``#### Step 2`` is not one), whichever comes last, so "Final answer: 6" after
+  a box states 6. Without any, the last weaker phrase ("The answer is X", "Answer: X"); without
+  that, a fallback. A phrase may carry an adverb ("The answer is therefore 12").
+- Boxes on one line joined by commas or "and" (``\\boxed{2}, \\boxed{3}``) state one list answer
+  ("2, 3"). Boxes joined by "or" hedge between answers, and a hedged answer is wrong (no answer).
+- A statement followed, before any later one, by its retraction ("that is wrong", "scratch that",
+  "this answer is incorrect") states nothing: the response has no answer.
+- A negation removes what it negates, not the rest: "24, not 25" states 24, "not 18 but 24"
+  states 24, "not 18." states nothing.
+
+The graders differ in how that answer is compared with the reference:
 
 - :func:`grade_math` (MATH-500): mathematical equivalence, decided by math-verify (SymPy), so
   ``\\frac{1}{2}``, ``0.5`` and ``1/2`` agree and ``x=3`` matches ``3``. Without a box or phrase it
@@ -10,11 +23,13 @@ Every grader first finds the answer a response commits to (:func:`extract_final_
 - :func:`grade_integer` (AIME, AMC): the answer must be an integer equal to the reference
   (``025`` is 25; ``25.5`` is wrong).
 - :func:`grade_numeric` (GSM8K): numeric equality after dropping ``$``, thousands separators and
-  units (``1,234`` is 1234, ``5.0`` is 5).
+  units (``1,234`` is 1234, ``5.0`` is 5, ``1/2`` is one half, ``1e3`` is 1000).
 
-Graders never raise: a malformed response is wrong. They read only the last
-:data:`MAX_RESPONSE_CHARS` characters and refuse answers nested deeper than
-:data:`MAX_BRACKET_DEPTH`. Beyond that, :func:`grade_math`'s time is bounded by math-verify's
+A percentage equals the reference read either as its number (12.5 % = 12.5) or as its fraction
+(50 % = 1/2), as math-verify allows. Graders never raise: a malformed response is wrong. They read
+responses of up to :data:`MAX_RESPONSE_CHARS` characters whole (a longer one has no answer), in
+time linear in its length, and refuse answers longer than :data:`MAX_ANSWER_CHARS` or nested deeper
+than :data:`MAX_BRACKET_DEPTH`. Beyond that, :func:`grade_math`'s time is bounded by math-verify's
 timeouts, which use ``signal.alarm`` and so work only in a process's main thread: grade in a
 process pool rather than a thread pool when responses may be hostile (in a thread the timeout is
 switched off, and an answer such as ``9^{9^{9^{9}}}`` can keep SymPy busy indefinitely).
@@ -34,8 +49,13 @@ from math_verify.errors import TimeoutException
 
 logger = logging.getLogger(__name__)
 
-MAX_RESPONSE_CHARS = 4000
-"""Only the end of a response is read: the final answer is there, and parsing cost grows with length."""
+MAX_RESPONSE_CHARS = 1_000_000
+"""Longest response read (about 250 k tokens); a longer one has no answer."""
+MAX_ANSWER_CHARS = 2000
+"""Longest stated answer handed to math-verify, whose parsing cost grows with length."""
+UNSTATED_SEARCH_CHARS = 4000
+"""Without any statement of an answer, :func:`grade_math` lets math-verify look for one in this
+many characters at the end of the response (its search slows down with length)."""
 MAX_BRACKET_DEPTH = 10
 """Deepest bracket nesting handed to math-verify: real answers stay under 5, and its LaTeX parser
 slows down steeply with depth (a 16-deep ``{{...}}`` takes seconds)."""
@@ -43,16 +63,31 @@ DEFAULT_TIMEOUT_SECONDS = 5
 """math-verify's limit for one parse and for one comparison (main thread only)."""
 
 _BOX_OPENING = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_ANSWER_PHRASE = re.compile(
-    r"(?:####|\banswer\b(?:\*\*)?\s*(?:is\b(?!')\s*:?|:|(?=isn't\b)))\s*(?P<span>[^\n]*)", re.IGNORECASE
+_ADVERB = r"(?:(?:therefore|thus|hence|then|so|clearly|simply|just|indeed|exactly|now)\b,?\s*)?"
+_PHRASE_END = rf"(?:\*\*)?\s*(?:is\b(?!')\s*:?|:|(?=isn't\b))\s*{_ADVERB}(?P<span>[^\n]*)"
+_FINAL_PHRASE = re.compile(
+    rf"\bfinal\s+answer\b{_PHRASE_END}|^[ \t]*####[ \t]*(?P<marked>[-+$\\\d.][^\n]*)", re.IGNORECASE | re.MULTILINE
 )
+_ANSWER_PHRASE = re.compile(rf"\banswer\b{_PHRASE_END}", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)")
-_NEGATION = re.compile(r"(?:^|[\s,;(]+)(?:not|isn't|is not|rather than|instead of)\b.*$", re.IGNORECASE | re.DOTALL)
+_NEGATED = re.compile(
+    r"(?:^|(?<=[\s,;(]))(?:not|isn't|is not|rather than|instead of)\b(?:(?!\bbut\b)[^,;()])*", re.IGNORECASE
+)
+_NEGATION = re.compile(r"(?:^|[\s,;(])(?:not|isn't|is not|rather than|instead of)\b", re.IGNORECASE)
+_CONNECTIVES = re.compile(r"^(?:[\s,;()]|\bbut\b|\bit\s+is\b|\bit's\b|\bso\b|\brather\b)+", re.IGNORECASE)
+_LIST_JOIN = re.compile(r"^[\s$,;]*(?:\band\b)?[\s$,;]*$", re.IGNORECASE)
+_ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
+_HEDGE_JOIN = re.compile(r"^[\s$,;]*(?:\beither\b)?[\s$,;]*\bor\b[\s$,;]*(?:\bmaybe\b)?[\s$,;]*$", re.IGNORECASE)
+_RETRACTION = re.compile(
+    r"\b(?:scratch that|(?:that|this|the(?: above| previous| final)? answer|my answer)\s+(?:is|was)\s+"
+    r"(?:wrong|incorrect|not (?:right|correct)|a mistake))\b",
+    re.IGNORECASE,
+)
 _TRAILING_PERCENT = re.compile(r"\s*\\?%$")
 _MATH_DELIMITERS = re.compile(r"^(?:\\\(|\\\[)|(?:\\\)|\\\])$")
 _THOUSANDS_SEPARATOR = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _LATEX_NOISE = re.compile(r"\\[,!;: ]|\\\$|\$|\\%|%|~")
-_NUMBER = re.compile(r"-?(?:\d+(?:\.\d+)?|\.\d+)")
+_NUMBER = re.compile(r"-?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?(?:/(?:\d+(?:\.\d+)?|\.\d+))?")
 
 
 def _never_raises(grader: Callable[..., bool]) -> Callable[..., bool]:
@@ -70,53 +105,83 @@ def _never_raises(grader: Callable[..., bool]) -> Callable[..., bool]:
     return guarded
 
 
-def _tail(response: str) -> str:
-    """The part of a response that is read: its end, where the final answer is."""
-    return response[-MAX_RESPONSE_CHARS:]
+def _readable(response: str) -> str | None:
+    """The response if it is short enough to read whole, else None (no answer)."""
+    return response if len(response) <= MAX_RESPONSE_CHARS else None
 
 
-def _last_box(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}``; "" when that box is empty or never closed (the response
-    was cut off while writing its answer); None when there is no box."""
-    openings = list(_BOX_OPENING.finditer(text))
-    if not openings:
-        return None
-    start = openings[-1].end()
-    depth = 1
-    for position in range(start, len(text)):
-        if text[position] == "{":
-            depth += 1
-        elif text[position] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start:position].strip()
-    return ""
+def _boxes(text: str) -> list[tuple[int, int, str | None]]:
+    """Every ``\\boxed{...}`` as (start, end, content); content None for one never closed (the response
+    was cut off while writing it), which then ends the list."""
+    found: list[tuple[int, int, str | None]] = []
+    position = 0
+    while (opening := _BOX_OPENING.search(text, position)) is not None:
+        depth, cursor = 1, opening.end()
+        while depth and cursor < len(text):
+            depth += {"{": 1, "}": -1}.get(text[cursor], 0)
+            cursor += 1
+        if depth:
+            found.append((opening.start(), len(text), None))
+            break
+        found.append((opening.start(), cursor, text[opening.end() : cursor - 1].strip()))
+        position = cursor
+    return found
 
 
 def _tidy_span(span: str) -> str:
-    """The answer in the rest of a final-answer line: up to the end of its sentence and before any
-    negation ("24, not 25" asserts 24; "not 18" asserts nothing), without the markdown emphasis, math
-    delimiters and closing period around it."""
-    span = _NEGATION.sub("", _SENTENCE_END.split(span, maxsplit=1)[0])
-    span = span.strip(" \t*").rstrip(".").strip(" $")
+    """The answer in the rest of a final-answer line: up to the end of its sentence, without what a
+    negation negates ("24, not 25" states 24; "not 18 but 24" states 24; "not 18" nothing), the
+    markdown emphasis, math delimiters and closing period around it."""
+    span = _SENTENCE_END.split(span, maxsplit=1)[0]
+    span = _CONNECTIVES.sub("", _NEGATED.sub("", span)).replace("()", "")
+    span = span.strip(" \t*,;").rstrip(".").strip(" $")
     return _MATH_DELIMITERS.sub("", span).strip()
 
 
-def _last_phrase_answer(text: str) -> str | None:
-    """The answer stated by the last final-answer phrase with something after it; "" when that phrase
-    only negates ("The answer is not 18." commits to no answer)."""
-    for match in reversed(list(_ANSWER_PHRASE.finditer(text))):
-        span = _tidy_span(match.group("span"))
-        if span or _NEGATION.search(match.group("span")):
-            return span
-    return None
+def _phrase_statements(pattern: re.Pattern[str], text: str) -> list[tuple[int, int, str]]:
+    """(start, end, answer) of every phrase of ``pattern`` that states an answer or only negates one ("")."""
+    found = []
+    for match in pattern.finditer(text):
+        raw = match.group("span") if match.group("span") is not None else match.group("marked")
+        span = _tidy_span(raw)
+        if span or _NEGATION.search(raw):
+            found.append((match.start(), match.end(), span))
+    return found
 
 
-def _stated_answer(text: str) -> str | None:
-    """The answer the text commits to: its last box, else its last final-answer phrase. "" when the
-    last box is empty or unclosed (no answer, and no fallback either); None when it states none."""
-    box = _last_box(text)
-    return box if box is not None else _last_phrase_answer(text)
+def _box_answers(text: str, boxes: list[tuple[int, int, str | None]], last: int) -> list[str]:
+    """The alternatives stated by box ``last`` with the boxes before it on its line: boxes joined by
+    commas or "and" state one list ("2, 3"); boxes joined by "or" are alternatives."""
+    alternatives, joined = [], [boxes[last][2] or ""]
+    for index in range(last, 0, -1):
+        gap = text[boxes[index - 1][1] : boxes[index][0]]
+        if "\n" in gap or boxes[index - 1][2] is None:
+            break
+        if _HEDGE_JOIN.match(gap):
+            alternatives.insert(0, ", ".join(joined))
+            joined = []
+        elif not _LIST_JOIN.match(gap):
+            break
+        joined.insert(0, boxes[index - 1][2] or "")
+    return [", ".join(joined), *alternatives]
+
+
+def _stated_answers(text: str) -> list[str] | None:
+    """The alternatives the text's last statement of an answer offers (see the module's docstring):
+    one for a committed answer, several for a hedge, none for an empty, unclosed, negated-only or
+    retracted one (then there is no fallback either); None when the text states no answer."""
+    boxes = _boxes(text)
+    statements = [(start, end, "", index) for index, (start, end, _) in enumerate(boxes)]
+    statements += [(start, end, answer, None) for start, end, answer in _phrase_statements(_FINAL_PHRASE, text)]
+    if not statements:
+        statements = [(start, end, answer, None) for start, end, answer in _phrase_statements(_ANSWER_PHRASE, text)]
+    if not statements:
+        return None
+    _, end, answer, box = max(statements, key=lambda statement: statement[0])
+    alternatives = _box_answers(text, boxes, box) if box is not None else _ALTERNATIVES.split(answer)
+    if _RETRACTION.search(text, end) or not all(alternatives):
+        return []
+    return alternatives
 
 
 def _plain_numbers(text: str) -> list[str]:
@@ -129,18 +194,24 @@ def _plain_numbers(text: str) -> list[str]:
 def extract_final_answer(response: str) -> str | None:
     """The final answer a response commits to, as text, or None when it has none.
 
-    In order: the content of the last ``\\boxed{...}``; the rest of the sentence after the last
-    "answer is", "answer:" or "####"; the last number in the text. A response whose last box is
-    empty or never closed has no answer. Only the last :data:`MAX_RESPONSE_CHARS` characters count.
-    These strings are also the votes of :func:`eval.benchmarks.metrics.maj_at_k`. (:func:`grade_math` does not
-    take the last number: without a box or phrase it lets math-verify read the text.)
+    The last statement of an answer (see the module's docstring), else the last number in the text.
+    A response whose last statement is empty, unclosed, hedged or retracted has no answer. These
+    strings are also the votes of :func:`eval.benchmarks.metrics.maj_at_k`. (:func:`grade_math` does
+    not take the last number: without a statement it lets math-verify read the end of the text.)
     """
-    text = _tail(response)
-    stated = _stated_answer(text)
+    return " or ".join(_final_alternatives(response)) or None
+
+
+def _final_alternatives(response: str) -> list[str]:
+    """The alternatives a response's final answer offers (one unless it hedges), none when it has no answer."""
+    text = _readable(response)
+    if text is None:
+        return []
+    stated = _stated_answers(text)
     if stated is not None:
-        return stated or None
+        return stated
     numbers = _plain_numbers(text)
-    return numbers[-1] if numbers else None
+    return numbers[-1:]
 
 
 def _bracket_depth(text: str) -> int:
@@ -168,16 +239,27 @@ def _parse_latex_answer(answer: str, timeout_seconds: int | None) -> tuple:
     differently from an identical prediction. Cached because a reference is graded against every
     sample of its group.
     """
-    # A percentage is its number (12.5\% = 12.5). Boxing rather than $...$ keeps answers that contain
-    # "$" (such as "\$18.90") whole.
+    # Boxing rather than $...$ keeps answers that contain "$" (such as "\$18.90") whole.
     return tuple(
         parse(
-            f"\\boxed{{{_TRAILING_PERCENT.sub('', answer)}}}",
+            f"\\boxed{{{answer}}}",
             extraction_config=[LatexExtractionConfig()],
             fallback_mode="first_match",
             parsing_timeout=timeout_seconds,
         )
     )
+
+
+def _readings(answer: str, timeout_seconds: int | None) -> list[tuple]:
+    """The ways an answer may be meant: itself, and for a percentage its number (12.5\\% = 12.5) and its
+    fraction (50\\% = 1/2)."""
+    number = _TRAILING_PERCENT.sub("", answer)
+    if number == answer:
+        return [_parse_latex_answer(answer, timeout_seconds)]
+    return [
+        _parse_latex_answer(number, timeout_seconds),
+        _parse_latex_answer(f"\\frac{{{number}}}{{100}}", timeout_seconds),
+    ]
 
 
 @_never_raises
@@ -195,24 +277,36 @@ def grade_math(response: str, reference: str, timeout_seconds: int | None = DEFA
     None turns it off.
     """
     timeout_seconds = _usable_timeout(timeout_seconds)
-    gold = _parse_latex_answer(reference, timeout_seconds)
-    if not gold:
+    golds = [gold for gold in _readings(reference, timeout_seconds) if gold]
+    text = _readable(response)
+    if not golds or text is None:
         return False
-    text = _tail(response)
-    stated = _stated_answer(text)
-    searched = text if stated is None else stated
-    if not searched or _bracket_depth(searched) > MAX_BRACKET_DEPTH:
+    stated = _stated_answers(text)
+    searched = [text[-UNSTATED_SEARCH_CHARS:]] if stated is None else stated
+    if not searched or any(len(s) > MAX_ANSWER_CHARS or _bracket_depth(s) > MAX_BRACKET_DEPTH for s in searched):
         return False
     if stated is None:
-        predicted = parse(
-            text,
-            extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()],
-            fallback_mode="first_match",
-            parsing_timeout=timeout_seconds,
-        )
+        readings = [
+            [
+                parse(
+                    searched[0],
+                    extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()],
+                    fallback_mode="first_match",
+                    parsing_timeout=timeout_seconds,
+                )
+            ]
+        ]
     else:
-        predicted = list(_parse_latex_answer(stated, timeout_seconds))
-    return bool(predicted) and verify(list(gold), predicted, timeout_seconds=timeout_seconds)
+        readings = [[list(reading) for reading in _readings(answer, timeout_seconds)] for answer in stated]
+    return all(  # a hedge is right only when every alternative is (the same answer said twice)
+        any(
+            verify(list(gold), predicted, timeout_seconds=timeout_seconds)
+            for gold in golds
+            for predicted in predictions
+            if predicted
+        )
+        for predictions in readings
+    )
 
 
 def _as_number(answer: str | None) -> Fraction | None:
@@ -230,19 +324,31 @@ def grade_integer(response: str, reference: str) -> bool:
     Leading zeros and a zero fractional part are fine (``025``, ``25.0``); any other value, a
     fraction, or an answer holding more than one number (a tuple, an expression) is wrong.
     """
-    value = _as_number(extract_final_answer(response))
-    return value is not None and value.denominator == 1 and value == _as_number(reference)
+    expected = _as_number(reference)
+    values = [_as_number(answer) for answer in _final_alternatives(response)]
+    return bool(values) and all(v is not None and v.denominator == 1 and v == expected for v in values)
 
 
 @_never_raises
 def grade_numeric(response: str, reference: str) -> bool:
     """Whether ``response``'s final answer is the number ``reference`` (GSM8K), compared exactly.
 
-    ``$``, thousands separators, ``%``, units and a closing period are ignored, so ``\\$1,234.`` is
-    1234 and ``5.0`` is 5; an answer holding more than one number is wrong.
+    ``$``, thousands separators, units and a closing period are ignored, so ``\\$1,234.`` is
+    1234 and ``5.0`` is 5; a percentage is its number or its fraction (50 % is 50 or 1/2); an
+    answer holding more than one number is wrong.
     """
-    value = _as_number(extract_final_answer(response))
-    return value is not None and value == _as_number(reference)
+    expected = _as_number(reference)
+
+    def right(answer: str) -> bool:
+        value = _as_number(answer)
+        if value is None or expected is None:
+            return False
+        return value == expected or (
+            _TRAILING_PERCENT.search(answer.rstrip(" .")) is not None and value / 100 == expected
+        )
+
+    alternatives = _final_alternatives(response)
+    return bool(alternatives) and all(right(answer) for answer in alternatives)
 
 
 GRADERS: dict[str, Callable[[str, str], bool]] = {

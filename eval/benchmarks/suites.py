@@ -68,10 +68,14 @@ class Suite:
 
     def metrics(self, records: Records, samples: int) -> dict[str, float]:
         """greedy pass@1, and with samples: avg@k, unbiased pass@j for j = 1, 2, 4, ..., k, maj@k; greedy pass@1
-        and avg@k with their 95 % intervals over problems (``ci95_low/<metric>``, ``ci95_high/<metric>``)."""
+        and avg@k with their 95 % intervals over problems (``ci95_low/<metric>``, ``ci95_high/<metric>``).
+        Where responses state answers, the share of responses without one (``greedy_unanswered``,
+        ``samples_unanswered``): counted among the wrong ones above, and apart here."""
         greedy = [float(r["greedy"]["correct"]) for r in records]
         result: dict[str, float] = {"problems": len(records), "greedy_pass@1": sum(greedy) / len(records)}
         result["ci95_low/greedy_pass@1"], result["ci95_high/greedy_pass@1"] = interval_over_problems(greedy)
+        if self.votes:
+            result["greedy_unanswered"] = sum(r["greedy"]["answer"] is None for r in records) / len(records)
         if samples:
             correct = [[s["correct"] for s in r["samples"]] for r in records]
             result[f"avg@{samples}"] = avg_at_k(correct)
@@ -82,6 +86,9 @@ class Suite:
             if self.votes:
                 answers = [[s["answer"] for s in r["samples"]] for r in records]
                 result[f"maj@{samples}"] = maj_at_k(answers, correct)
+                result["samples_unanswered"] = sum(a is None for group in answers for a in group) / (
+                    len(records) * samples
+                )
         return result
 
 
@@ -99,7 +106,7 @@ def _math_suite(name: str, **protocol: Any) -> Suite:
     return Suite(
         load=lambda limit: load_benchmark(name, limit=limit),
         judge=answer_judge(GRADERS[grader], extract_final_answer),
-        extractor="eval.benchmarks.graders.extract_final_answer (last \\boxed{}, then final-answer phrase, then last number)",
+        extractor="eval.benchmarks.graders.extract_final_answer (last statement of an answer, else last number)",
         grader=f"eval.benchmarks.graders.{GRADERS[grader].__name__}",
         protocol_defaults={
             "samples": 0,

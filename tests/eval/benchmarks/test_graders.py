@@ -116,9 +116,59 @@ def test_extract_final_answer(response, answer):
     assert extract_final_answer(response) == answer
 
 
-def test_only_the_end_of_a_long_response_is_read():
-    assert extract_final_answer(r"\boxed{1}" + " " * MAX_RESPONSE_CHARS) is None
-    assert extract_final_answer("x" * 10 * MAX_RESPONSE_CHARS + r"\boxed{5}") == "5"
+def test_the_whole_response_is_read_and_a_later_log_does_not_replace_a_stated_answer():
+    log = "\nstep 7 took 12 ms" * 2000  # 36 k characters after the answer
+    assert extract_final_answer(r"The final answer is \boxed{5}." + log) == "5"
+    assert grade_numeric("So the answer is 5." + log, "5") and grade_math("So the answer is 5." + log, "5")
+    assert extract_final_answer(r"\boxed{1}" + " " * 100_000) == "1"
+    assert extract_final_answer("x" * (MAX_RESPONSE_CHARS - 9) + r"\boxed{5}") == "5"
+    assert extract_final_answer("x" * MAX_RESPONSE_CHARS + r"\boxed{5}") is None  # too long to read
+
+
+@pytest.mark.parametrize(
+    ("response", "answer"),
+    [
+        (r"\boxed{5}. Final answer: 6", "6"),  # an explicit final answer after a box is the last word
+        (r"Final answer: 6. Check: \boxed{6}", "6"),
+        (r"\boxed{3} or \boxed{4}", "3 or 4"),  # a hedge: right only where every alternative is
+        (r"It is either $\boxed{3}$ or $\boxed{4}$.", "3 or 4"),
+        (r"\boxed{2}, \boxed{3}", "2, 3"),  # a list spread over boxes
+        (r"$\boxed{2}$ and $\boxed{3}$", "2, 3"),
+        (r"First \boxed{2}, but on reflection \boxed{3}", "3"),  # a revision, not a hedge
+        (r"\boxed{2}" + "\n" + r"\boxed{3}", "3"),  # on separate lines: the later one
+        (r"\boxed{5}. Wait, that is wrong.", None),  # retracted
+        (r"\boxed{5}. Hmm, my answer was incorrect.", None),
+        (r"\boxed{5}. Scratch that: \boxed{6}", "6"),
+        (r"\boxed{B}. Option A is incorrect because it is negative.", "B"),  # not a retraction of the answer
+        ("The answer is therefore 12.", "12"),  # an adverb after "is"
+        ("The final answer is thus $\\frac{1}{2}$.", r"\frac{1}{2}"),
+        ("The answer is not 18 but 24.", "24"),  # the negation removes what it negates only
+        ("The answer is not 18; it is 24.", "24"),
+        ("#### Step 2: add them\nThey have 7 apples.", "7"),  # a markdown heading is no answer marker
+        ("They have 7 apples.\n#### 7", "7"),
+    ],
+)
+def test_statements_are_read_as_a_careful_reader_would(response, answer):
+    assert extract_final_answer(response) == answer
+
+
+@pytest.mark.parametrize(
+    "response",
+    [r"\boxed{3} or \boxed{4}", r"It is either $\boxed{4}$ or $\boxed{3}$.", "The final answer is 3 or 4.", "#### 3 or 4"],
+)
+def test_a_hedged_answer_is_wrong_unless_every_alternative_is_right(response):
+    for grade in (grade_math, grade_integer, grade_numeric):
+        assert not grade(response, "3") and not grade(response, "4")
+    assert grade_math(r"\boxed{15\frac{39}{40}}, or $\boxed{\frac{639}{40}}$ inches.", r"\frac{639}{40}")
+
+
+def test_a_percentage_matches_its_number_or_its_fraction_and_gsm8k_numbers_keep_their_form():
+    assert grade_math(r"\boxed{50\%}", r"\frac{1}{2}") and grade_math(r"\boxed{50\%}", "50")
+    assert grade_math(r"\boxed{\frac{1}{2}}", r"50\%") and not grade_math(r"\boxed{50\%}", "5")
+    assert grade_numeric(r"\boxed{50\%}", "0.5") and grade_numeric(r"\boxed{50\%}", "50")
+    assert not grade_numeric(r"\boxed{50}", "0.5")  # only a percentage is also read as a fraction
+    assert grade_numeric(r"\boxed{1/2}", "0.5") and grade_numeric("#### 1e3", "1000")
+    assert grade_numeric("The answer is 3/4 of a cup.", "0.75") and not grade_numeric("The answer is 3/4.", "3")
 
 
 @pytest.mark.parametrize(

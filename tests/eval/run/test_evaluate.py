@@ -58,7 +58,12 @@ def test_metrics_by_hand():
     assert metrics["pass@2"] == pytest.approx(((1 - 1 / 6) + (1 - 3 / 6)) / 2)
     assert metrics["pass@4"] == 1.0
     intervals = {f"ci95_{side}/{name}" for side in ("low", "high") for name in ("greedy_pass@1", "avg@4")}
-    assert set(metrics) == {"problems", "greedy_pass@1", "avg@4", "pass@1", "pass@2", "pass@4", "maj@4"} | intervals
+    unanswered = {"greedy_unanswered", "samples_unanswered"}
+    assert (
+        set(metrics)
+        == {"problems", "greedy_pass@1", "avg@4", "pass@1", "pass@2", "pass@4", "maj@4"} | intervals | unanswered
+    )
+    assert metrics["greedy_unanswered"] == 0.0 and metrics["samples_unanswered"] == 1 / 8  # "x" states no answer
     assert metrics["ci95_low/avg@4"] < metrics["avg@4"] < metrics["ci95_high/avg@4"]
     assert 0.0 <= metrics["maj@4"] <= 1.0
 
