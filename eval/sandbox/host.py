@@ -379,13 +379,7 @@ def _replayed(test: Test, plan: list[Call], outcomes: list[dict[str, Any]]) -> N
             planned, outcome = next(answered, (None, None))
             if asked != planned:
                 raise ProgramFailed(f"the test made a call the reference run did not make: {name}")
-            if "raised" in outcome:
-                raised = outcome["raised"]
-                raise ProgramFailed(f"{name} raised {raised[:1000] if isinstance(raised, str) else '(unreadable)'}")
-            try:
-                return plain_data.decode(outcome.get("value"))
-            except plain_data.NotPlainData as error:
-                raise ProgramFailed(f"{name} returned a value that is not plain data: {error}") from None
+            return _returned(name, outcome)
 
         call.__name__ = call.__qualname__ = name
         return call
@@ -447,15 +441,7 @@ class Sandbox:
         Raises ProgramFailed when the call raised, returned something that is not plain data, or
         ended the program; ProgramTimedOut past the deadline; ProgramCrashed when a signal killed it.
         """
-        request = {"call": name, "args": plain_data.encode(list(args)), "kwargs": plain_data.encode(kwargs)}
-        reply = self._exchange(request, f"calling {name}")
-        if "raised" in reply:
-            raised = reply["raised"]
-            raise ProgramFailed(f"{name} raised {raised[:1000] if isinstance(raised, str) else '(unreadable)'}")
-        try:
-            return plain_data.decode(reply.get("value"))
-        except plain_data.NotPlainData as error:
-            raise ProgramFailed(f"{name} returned a value that is not plain data: {error}") from None
+        return _returned(name, self._exchange(Call.of(name, args, kwargs).request(), f"calling {name}"))
 
     def call_all(self, calls: Sequence[Call]) -> list[dict[str, Any]]:
         """Every call made in the program, in an order shuffled from the system's random source; each
@@ -619,7 +605,7 @@ class Sandbox:
             command += ["--perms", "1777", "--size", str(self.limits.max_file_bytes), "--tmpfs", "/tmp"]
         else:
             command += ["--perms", "0755", "--dir", "/tmp"]
-        # Everything but the capped /tmp read-only: as a user, bubblewrap's own tmpfs root and /dev are the program's to fill.
+        # Everything but a capped /tmp read-only: as a user, bubblewrap's root and /dev would be the program's to fill.
         command += ["--remount-ro", "/dev", "--remount-ro", "/"]
         command += ["--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
         worker = ["-S", "-E", "-s", "-B", "/sandbox/sandbox_worker.py"]
@@ -737,6 +723,18 @@ class Sandbox:
             memory = " (the memory cap was hit)" if self._cgroup is not None and self._cgroup.out_of_memory() else ""
             return ProgramCrashed(f"killed by {_signal_name(signal_number)}{memory} while {doing}\n{tail}")
         return ProgramFailed(f"the program exited with status {code} while {doing}\n{tail}")
+
+
+def _returned(name: str, outcome: dict[str, Any]) -> Any:
+    """The value a call of ``name`` returned, decoded from its outcome; ProgramFailed when it raised
+    or returned something that is not plain data."""
+    if "raised" in outcome:
+        raised = outcome["raised"]
+        raise ProgramFailed(f"{name} raised {raised[:1000] if isinstance(raised, str) else '(unreadable)'}")
+    try:
+        return plain_data.decode(outcome.get("value"))
+    except plain_data.NotPlainData as error:
+        raise ProgramFailed(f"{name} returned a value that is not plain data: {error}") from None
 
 
 def _signal_name(number: int) -> str:
