@@ -223,7 +223,6 @@ def table_cells(spec: AblationSpec, results: list[RowResult], benchmarks: Sequen
     cells = []
     for result in results:
         row, comparison, judgement = result.row, result.comparison, result.judgement
-        estimates = [result.benchmark_estimate(benchmark) for benchmark in benchmarks]
         verdict = judgement.cell(comparison, 100, " points") if judgement and judgement.verdict else None
         cells.append(
             [
@@ -234,10 +233,20 @@ def table_cells(spec: AblationSpec, results: list[RowResult], benchmarks: Sequen
                 *p_cells(comparison, judgement),
                 format_probability(comparison.p_improvement) if comparison else "—",
                 verdict or ("no paper number" if comparison else "—"),
-                *(format_estimate(estimate) if estimate else "not scored" for estimate in estimates),
+                *(_benchmark_cell(result, benchmark) for benchmark in benchmarks),
             ]
         )
     return cells
+
+
+def _benchmark_cell(result: RowResult, benchmark: str) -> str:
+    """Mean [CI] (n) of the row's headline scores on ``benchmark``, with the mean share of responses
+    that stated no answer where the scores record it."""
+    estimate = result.benchmark_estimate(benchmark)
+    if estimate is None:
+        return "not scored"
+    shares = [score.unanswered for score in result.scores[benchmark] if score.unanswered is not None]
+    return format_estimate(estimate) + (f"; no answer {100 * sum(shares) / len(shares):.1f} %" if shares else "")
 
 
 HEADER = [

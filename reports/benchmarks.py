@@ -45,6 +45,11 @@ class Score:
         name = headline_metric(self.metrics)
         return name, self.metrics[name]
 
+    @property
+    def unanswered(self) -> float | None:
+        """The share of the headline's responses that state no answer (wrong, and counted apart), where recorded."""
+        return self.metrics.get("samples_unanswered" if self.headline[0].startswith("avg@") else "greedy_unanswered")
+
 
 def read_score(directory: Path) -> Score:
     """The scores and protocol in ``directory``; a missing file is named in the error."""

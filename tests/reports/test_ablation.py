@@ -103,7 +103,7 @@ def test_benchmark_scores_of_the_runs_become_columns_with_their_protocol(dapo_ru
     spec = read_spec("dapo_table1")
     first, second = spec.rows[0].id, spec.rows[1].id
     for seed, value in enumerate((0.25, 0.5, 0.75)):
-        metrics = {"problems": 4, "greedy_pass@1": 0.0, "avg@4": value}
+        metrics = {"problems": 4, "greedy_pass@1": 0.0, "avg@4": value, "samples_unanswered": value / 5}
         fake_score(dapo_runs / "eval" / spec.name / first / f"seed{seed}" / "aime24", metrics, samples=4, top_p=0.7)
     fake_score(dapo_runs / "eval" / spec.name / second / "seed0" / "aime24", {"problems": 4, "greedy_pass@1": 1.0})
     markdown, _ = write_report(
@@ -112,7 +112,8 @@ def test_benchmark_scores_of_the_runs_become_columns_with_their_protocol(dapo_ru
     text = markdown.read_text()
     assert "| aime24: mean [95% CI] (n) | math500: mean [95% CI] (n) |" in text
     naive = next(line for line in text.splitlines() if line.startswith("| Naive GRPO |"))
-    assert naive.endswith("| 50.0 [−12.1, 112.1] (n=3) | not scored |")  # 50 ± 4.303 * 25 / sqrt 3
+    # 50 ± 4.303 * 25 / sqrt 3, and the mean share of sampled responses without an answer
+    assert naive.endswith("| 50.0 [−12.1, 112.1] (n=3); no answer 10.0 % | not scored |")
     assert "| 100.0 (n=1) | not scored |" in text  # the second row: one scored seed, greedy, no interval
     assert "aime24 (avg@4: greedy + k=4 at T=1, top-p 0.7;" in text and "math500 (not scored)." in text
     assert "greedy_pass@1: greedy; 64 new tokens" in text  # both protocols are listed when they differ

@@ -33,6 +33,8 @@ AIME = {
     "pass@2": 0.4,
     "pass@4": 0.5,
     "maj@4": 0.375,
+    "greedy_unanswered": 0.25,
+    "samples_unanswered": 0.125,
 }
 GSM8K = {"problems": 8, "greedy_pass@1": 0.5}
 
@@ -55,8 +57,16 @@ def test_table_rows_give_every_metric_in_percent_with_its_k(tmp_path):
     scores = {(m, b): read_score(tmp_path / m / b) for m, b in [("base_model", "aime24"), ("base_model", "gsm8k")]}
     cells = table_cells(scores)
     assert len(cells[0]) == len(HEADER)
-    assert cells[0][:6] == ["base_model", "aime24", "12.5", "25.0 (avg@4)", "50.0 (pass@4)", "37.5 (maj@4)"]
-    assert cells[1][2:6] == ["50.0", "—", "—", "—"] and cells[1][-1] == "2.5"
+    assert cells[0][:7] == [
+        "base_model",
+        "aime24",
+        "12.5",
+        "25.0 (avg@4)",
+        "50.0 (pass@4)",
+        "37.5 (maj@4)",
+        "25.0; 12.5",
+    ]
+    assert cells[1][2:7] == ["50.0", "—", "—", "—", "—"] and cells[1][-1] == "2.5"  # no answer: not recorded
 
 
 def test_the_report_is_written_from_the_score_files_alone_and_names_a_missing_one(tmp_path, capsys):
