@@ -2,7 +2,8 @@
 
 Every completion answers HumanEval/0 (``has_close_elements``) wrongly or not at all while it tries
 to forge a pass, outlive grading, exhaust memory or processes, read or change files outside its
-sandbox, reach the network, or signal the grader. The harness sets up the bait (a secret file, a
+sandbox, reach the network, or signal the grader; some answer right exactly when a call the
+sandbox should refuse works (:func:`_right_if_it_worked`), so they pass where it does not. The harness sets up the bait (a secret file, a
 canary file and folder, TCP, UDP, Unix-path and abstract Unix listeners), grades every completion,
 then checks that each one failed, that the secret appears in no result, that the canary is
 unchanged and nothing new appeared beside it, that no connection or datagram arrived, and that no
