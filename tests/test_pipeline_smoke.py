@@ -78,7 +78,9 @@ def test_ablations_pipeline_end_to_end_then_reruns_only_what_is_missing(tmp_path
     report = (tmp_path / "results" / "reports" / "dr_grpo_bias.md").read_text()
     assert "| Dr. GRPO | — |" in report and "(n=2)" in report and "## Provenance" in report
     assert "chain: mean [95% CI] (n)" in report and "chain (avg@2: greedy + k=2 at T=1" in report
-    assert "not scored" not in report and report.count("(n=2) |") >= 8  # both columns of every row
+    cells = re.findall(r"\(n=2\)(?:; no answer \d+\.\d %)? \|", report)
+    assert "not scored" not in report and len(cells) >= 8  # both columns of every row
+    assert "; no answer " in report  # the chain's share of sampled responses without an answer
     assert (tmp_path / "results" / "reports" / "dr_grpo_bias.html").is_file()
     scores = (tmp_path / "results" / "reports" / "benchmarks.md").read_text()
     assert "| base_model | chain |" in scores and "(avg@2)" in scores
