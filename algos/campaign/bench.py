@@ -3,8 +3,9 @@
 Both start from the same checkpoint and train on the same P prompts every step (the first P problems
 of the task's training split), with G samples each, the same generation budget and sampling (T,
 top-p, no top-k), one update per rollout, no KL term (so no reference model), the same optimiser
-settings (by default a rate too small to move the policy: see ``Workload``), the same loss (GRPO's per-sequence token mean with group-std-scaled advantages), float32
-arithmetic and no activation recomputation. TRL's own defaults differ on the last two (bf16
+settings (by default a rate too small to move the policy: see ``Workload``), the same loss (GRPO's
+per-sequence token mean with group-std-scaled advantages), float32 arithmetic and no activation
+recomputation. TRL's own defaults differ on the last two (bf16
 autocast and gradient checkpointing); ``--trl-option bf16=true --trl-option
 gradient_checkpointing=true`` times them, and any other ``GRPOConfig`` field can be set the same way.
 Each side runs ``warmup + repeats`` steps and the timed steps are the last ``repeats``; a step is

@@ -70,10 +70,9 @@ _FINAL_PHRASE = re.compile(
 )
 _ANSWER_PHRASE = re.compile(rf"\banswer\b{_PHRASE_END}", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)")
-_NEGATED = re.compile(
-    r"(?:^|(?<=[\s,;(]))(?:not|isn't|is not|rather than|instead of)\b(?:(?!\bbut\b)[^,;()])*", re.IGNORECASE
-)
-_NEGATION = re.compile(r"(?:^|[\s,;(])(?:not|isn't|is not|rather than|instead of)\b", re.IGNORECASE)
+_NEGATION_WORD = r"(?:not|isn't|is not|rather than|instead of)\b"
+_NEGATED = re.compile(rf"(?:^|(?<=[\s,;(])){_NEGATION_WORD}(?:(?!\bbut\b)[^,;()])*", re.IGNORECASE)
+_NEGATION = re.compile(rf"(?:^|[\s,;(]){_NEGATION_WORD}", re.IGNORECASE)
 _CONNECTIVES = re.compile(r"^(?:[\s,;()]|\bbut\b|\bit\s+is\b|\bit's\b|\bso\b|\brather\b)+", re.IGNORECASE)
 _LIST_JOIN = re.compile(r"^[\s$,;]*(?:\band\b)?[\s$,;]*$", re.IGNORECASE)
 _ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)

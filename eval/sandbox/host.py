@@ -441,7 +441,7 @@ class Sandbox:
         Raises ProgramFailed when the call raised, returned something that is not plain data, or
         ended the program; ProgramTimedOut past the deadline; ProgramCrashed when a signal killed it.
         """
-        return _returned(name, self._exchange(Call.of(name, args, kwargs).request(), f"calling {name}"))
+        return _returned(name, self.call_all([Call.of(name, args, kwargs)])[0])
 
     def call_all(self, calls: Sequence[Call]) -> list[dict[str, Any]]:
         """Every call made in the program, in an order shuffled from the system's random source; each
@@ -452,7 +452,8 @@ class Sandbox:
         """
         order = list(range(len(calls)))
         random.SystemRandom().shuffle(order)
-        reply = self._exchange({"calls": [calls[i].request() for i in order]}, f"making {len(calls)} calls")
+        doing = f"calling {calls[0].name}" if len(calls) == 1 else f"making {len(calls)} calls"
+        reply = self._exchange({"calls": [calls[i].request() for i in order]}, doing)
         shuffled = reply.get("outcomes")
         if (
             not isinstance(shuffled, list)

@@ -5,9 +5,10 @@ length-prefixed JSON messages on this process's stdin and reads the replies on i
 
 1. ``{"program": source}`` -> ``{"loaded": true}``, or ``{"loaded": false, "error": ...}`` when the
    program does not compile or raises (``SystemExit`` included) while it runs.
-2. then any number of ``{"call": name, "args": tree, "kwargs": tree}`` -> ``{"value": tree}`` or
-   ``{"raised": "TypeName: message"}``; trees are :mod:`plain_data`. ``{"calls": [call, ...]}``
-   makes every call in the list, in its order, and answers ``{"outcomes": [reply, ...]}`` at once.
+2. then any number of ``{"calls": [call, ...]}``, each call ``{"call": name, "args": tree, "kwargs":
+   tree}``: every call is made, in the list's order, and the reply ``{"outcomes": [outcome, ...]}``
+   holds each one's ``{"value": tree}`` or ``{"raised": "TypeName: message"}``; trees are
+   :mod:`plain_data`.
 
 Nothing here decides pass or fail: the grader compares the values it receives, so a program that
 forges a reply has only chosen a return value. Before the program runs, the channel moves to
@@ -102,10 +103,7 @@ def serve(requests: int, replies: int) -> NoReturn:
         os._exit(0)
     send({"loaded": True})
     while (message := _receive(requests)) is not None:
-        if "calls" in message:
-            send({"outcomes": [_answer(program, call) for call in message["calls"]]})
-        else:
-            send(_answer(program, message))
+        send({"outcomes": [_answer(program, call) for call in message["calls"]]})
     os._exit(0)
 
 
