@@ -11,10 +11,11 @@ fail. The program side is :mod:`eval.sandbox.sandbox_worker`.
 ran would stop at its first failed check, so which calls arrived would tell the program whether
 its earlier answers were right, and a program graded many times could learn the answers. Instead
 the test first runs against a trusted reference implementation, which fixes the calls it makes;
-the program then gets all of them at once, in an order shuffled afresh for every grading, and
-answers them all; only after the sandbox is gone does the test run again on those answers. The
-calls never depend on the program's answers, a call's position says nothing about which test it
-is, and the program ends before anything is judged.
+the program then gets all of them at once, each :data:`CALL_COPIES` times, in an order shuffled
+afresh for every grading, and answers them all, the copies of a call alike; only after the
+sandbox is gone does the test run again on those answers. The calls never depend on the program's
+answers, a call's position says nothing about which test it is, and the program ends before
+anything is judged.
 
 Isolation (:func:`detect_isolation`), strongest available:
 
@@ -84,6 +85,10 @@ TEARDOWN_S = 5.0
 """How long the grader waits for a killed sandbox to be gone."""
 MAX_DETAIL_CHARS = 8000
 """Longest detail a result keeps: the program writes much of it."""
+CALL_COPIES = 3
+"""How many times :func:`judge` asks each call, among the others, and requires the same answer: a
+program that does not read its arguments then matches the right answers only by a far smaller chance
+(for HumanEval/0's 7 boolean checks, 1 in 293 930 rather than 1 in 35)."""
 SINGLE_PROCESS = 2
 """RLIMIT_NPROC of a bubblewrap sandbox without a cgroup: its init and the program's process, so the
 program can start neither a process nor a thread, and the per-process memory limit is the whole
@@ -300,7 +305,7 @@ def _judged(
     try:
         plan = planned_calls(test, reference)
         with Sandbox(program, limits, isolation) as sandbox:
-            outcomes = sandbox.call_all(plan)
+            outcomes = sandbox.call_all(plan, copies=CALL_COPIES)
             stderr = sandbox.stderr_tail()
         _replayed(test, plan, outcomes)  # the program has ended: nothing it does can follow the verdict
         return "passed", ""
@@ -443,27 +448,31 @@ class Sandbox:
         """
         return _returned(name, self.call_all([Call.of(name, args, kwargs)])[0])
 
-    def call_all(self, calls: Sequence[Call]) -> list[dict[str, Any]]:
-        """Every call made in the program, in an order shuffled from the system's random source; each
-        one's outcome, ``{"value": tree}`` or ``{"raised": text}``, in the order of ``calls``.
+    def call_all(self, calls: Sequence[Call], copies: int = 1) -> list[dict[str, Any]]:
+        """Every call made ``copies`` times in the program, in an order shuffled from the system's random
+        source; each call's outcome, ``{"value": tree}`` or ``{"raised": text}``, in the order of ``calls``.
 
         The program sees all the arguments at once and no answer is looked at before it has given
-        them all. Raises as :meth:`call`, and ProgramFailed when the reply does not hold one outcome per call.
+        them all. Raises as :meth:`call`, and ProgramFailed when the reply does not hold one outcome per
+        request or the copies of a call were answered differently.
         """
-        order = list(range(len(calls)))
+        order = [index for index in range(len(calls)) for _ in range(copies)]
         random.SystemRandom().shuffle(order)
-        doing = f"calling {calls[0].name}" if len(calls) == 1 else f"making {len(calls)} calls"
+        doing = f"calling {calls[0].name}" if len(order) == 1 else f"making {len(order)} calls"
         reply = self._exchange({"calls": [calls[i].request() for i in order]}, doing)
         shuffled = reply.get("outcomes")
         if (
             not isinstance(shuffled, list)
-            or len(shuffled) != len(calls)
+            or len(shuffled) != len(order)
             or not all(isinstance(o, dict) for o in shuffled)
         ):
-            raise ProgramFailed(f"the reply to {len(calls)} calls is not one outcome per call")
-        outcomes: list[dict[str, Any]] = [{}] * len(calls)
-        for position, index in enumerate(order):
-            outcomes[index] = shuffled[position]
+            raise ProgramFailed(f"the reply to {len(order)} calls is not one outcome per call")
+        outcomes: list[dict[str, Any] | None] = [None] * len(calls)
+        for index, outcome in zip(order, shuffled, strict=True):
+            if outcomes[index] is None:
+                outcomes[index] = outcome
+            elif outcomes[index] != outcome:
+                raise ProgramFailed(f"the program answered the same call of {calls[index].name} differently")
         return outcomes
 
     def function(self, name: str) -> Callable[..., Any]:

@@ -16,6 +16,7 @@ import pytest
 from eval.sandbox import host as sandbox_module
 from eval.sandbox import seccomp
 from eval.sandbox.host import (
+    CALL_COPIES,
     UNPRIVILEGED_ID,
     Isolation,
     ProgramFailed,
@@ -344,13 +345,12 @@ import sys
 seen = []
 def f(x):
     seen.append(x)
-    if len(seen) == 4:
+    if len(seen) == ALL:
         print(f"order {seen}", file=sys.stderr, flush=True)
-        raise ValueError(f"order {seen}")
-    return ANSWER
+    return -1
 """
-"""A program that answers every call with ANSWER and, at its fourth call, reports the arguments it got in
-order (on stderr, which a failed test's detail shows, and in the exception the fourth call's check sees)."""
+"""A program that answers every call wrongly and, at its last call (ALL in all), reports on stderr, which a
+failed test's detail shows, the arguments it got in order."""
 
 
 def four_checks(functions):
@@ -361,15 +361,25 @@ def four_checks(functions):
 
 
 def test_the_program_answers_every_call_whatever_its_answers_and_in_no_telling_order(strong_isolation):
-    reference = {"f": lambda x: 2 * x}
+    program = WITNESS.replace("ALL", str(4 * CALL_COPIES))
     orders = set()
-    for answer in ("2 * x", "-1", "2 * x", "-1", "2 * x", "-1"):
-        result = judge(WITNESS.replace("ANSWER", answer), four_checks, reference, FAST, strong_isolation)
-        # A wrong first answer ends the test, but only after the program answered all four calls.
+    for _ in range(6):
+        # A wrong first answer ends the test, but only after the program answered every copy of all four calls.
+        result = judge(program, four_checks, {"f": lambda x: 2 * x}, FAST, strong_isolation)
         assert result.status == "failed" and "order [" in result.detail
-        orders.add(result.detail.split("order ")[1].split("]")[0])
-    assert {tuple(sorted(order.strip("[").split(", "))) for order in orders} == {("1", "2", "3", "4")}
-    assert len(orders) > 1  # 6 gradings in one order of 24: 1 in 7963 by chance
+        orders.add(result.detail.split("order [")[1].split("]")[0])
+    assert {tuple(sorted(order.split(", "))) for order in orders} == {tuple(sorted("1234" * CALL_COPIES))}
+    assert len(orders) > 1  # 6 gradings in one order: 1 in 369 600^5 by chance
+
+
+def test_every_copy_of_a_call_must_get_the_same_answer(strong_isolation):
+    def one_check(functions):
+        assert functions("f")(1) == 2
+
+    flip = "answers = iter([2, 3] * 10)\ndef f(x):\n    return next(answers)\n"
+    result = judge(flip, one_check, {"f": lambda x: 2 * x}, FAST, strong_isolation)
+    assert result.status == "failed" and "answered the same call of f differently" in result.detail
+    assert judge("def f(x):\n    return 2 * x\n", one_check, {"f": lambda x: 2 * x}, FAST, strong_isolation).passed
 
 
 def test_a_test_that_would_take_another_path_fails_and_a_failing_reference_is_an_error(strong_isolation):
