@@ -8,8 +8,8 @@ test for a planned campaign). The table's comparisons and every declared endpoin
 p-values are adjusted together (Holm unless ``--adjust bh``); a direction is called only where the
 adjusted p is at most 0.05, and an undecided cell says what effect it could have detected
 (:mod:`reports.verdicts`). The page opens with a forest plot of every comparison
-(:mod:`reports.forest`). Beside the table, the endpoint table measures what the spec declared each
-row is judged by (:mod:`reports.endpoints`), and the diagnostics table what each run can be checked
+(:mod:`reports.render.forest`). Beside the table, the endpoint table measures what the spec declared each
+row is judged by (:mod:`reports.analysis.endpoints`), and the diagnostics table what each run can be checked
 by on its own.
 Then: figure panels per endpoint, accuracy against responses generated for dynamic-sampling rows,
 curves with seed bands, and the provenance of every number (the spec file's hash, git commits,
@@ -45,11 +45,11 @@ from algos.config.schema import RunConfig
 from algos.trainer.run_files import CONFIG_FILE, FINAL_FILE, RUN_FILE
 from algos.trainer.sft import RECIPE_FILE
 from algos.trainer.task_properties import TARGETS, within_target
-from reports import endpoints
+from reports.analysis import endpoints
 from reports.benchmarks import Score, protocol_summary, read_score
-from reports.figures import figure_grid
-from reports.forest import forest_plot
-from reports.pages import Page, Table, run_report, write_page
+from reports.render.figures import figure_grid
+from reports.render.forest import forest_plot
+from reports.render.pages import Page, Table, run_report, write_page
 from reports.seed_plan import read_plan
 from reports.stats import (
     ADJUSTMENTS,

@@ -26,8 +26,8 @@ from matplotlib.figure import Figure
 
 from eval.benchmarks.suites import BOXED_TEMPLATE, headline_metric
 from eval.run.evaluate import METRICS_FILE, PROTOCOL_FILE
-from reports.figures import DPI, FIGURE_SIZE_IN, png_bytes
-from reports.pages import Page, run_report, write_page
+from reports.render.figures import DPI, FIGURE_SIZE_IN, png_bytes
+from reports.render.pages import Page, run_report, write_page
 
 TEMPLATE_NAMES = {BOXED_TEMPLATE: "boxed", "{problem}": "raw"}
 

@@ -32,9 +32,9 @@ from algos.campaign.ablations import AblationSpec, Endpoint, read_spec
 from algos.config.presets import ConfigError
 from algos.trainer.run_files import FINAL_FILE, read_metrics
 from reports.ablation import finished_runs
-from reports.endpoints import step_factor, window_mean
-from reports.figures import DPI, png_bytes
-from reports.pages import Page, run_report, write_page
+from reports.analysis.endpoints import step_factor, window_mean
+from reports.render.figures import DPI, png_bytes
+from reports.render.pages import Page, run_report, write_page
 from reports.stats import ADJUSTMENTS, LEVEL, adjust, paired_t, welch_t
 
 TESTS: dict[str, Callable] = {

@@ -31,7 +31,7 @@ import yaml
 from algos.campaign.sweeps import SweepSpec, as_overrides, open_storage, read_sweep
 from algos.config.presets import ConfigError
 from algos.engine.provenance import git_commit
-from reports.pages import Page, run_report, write_page
+from reports.render.pages import Page, run_report, write_page
 from reports.stats import format_estimate, seed_estimate
 
 matplotlib.use("Agg")

@@ -21,7 +21,7 @@ training (``mlflow.experimentKind``), described by the spec's title, and given a
 runs table (``mlflow.sharedViewState.<key>``, which the UI opens from ``viewStateShareKey=<key>``):
 the parent runs only, in the paper's order, with the columns above. Nothing is recomputed that the
 report does not compute: the numbers come from :func:`reports.ablation.collect` and
-:func:`reports.endpoints.measure` over the runs' own files. Runs trained with ``tracking.backend=none``
+:func:`reports.analysis.endpoints.measure` over the runs' own files. Runs trained with ``tracking.backend=none``
 have no parent run and are skipped. A JSON record of what was logged, and a link to each experiment's
 runs view in table order, is written to ``--out``.
 
@@ -46,7 +46,7 @@ from algos.config.presets import ConfigError
 from algos.config.schema import TrackingConfig
 from algos.trainer.run_files import CONFIG_FILE, tracker_run_id, write_json
 from algos.trainer.tracking import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, GROUP_TAG, PARENT_TAG, tracking_uri
-from reports import endpoints
+from reports.analysis import endpoints
 from reports.ablation import RowResult, analyse
 from reports.seed_plan import read_plan
 from reports.stats import Comparison, Estimate

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from algos.campaign.ablations import read_spec
-from reports import endpoints
+from reports.analysis import endpoints
 from reports.ablation import judged, write_report
 
 

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from reports.figures import (
+from reports.render.figures import (
     CURVES,
     figure_grid,
     panels_figure,

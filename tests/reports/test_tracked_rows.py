@@ -6,7 +6,7 @@ import pytest
 
 from algos.campaign.ablations import Endpoint, Row
 from reports.ablation import RowResult
-from reports.endpoints import EndpointResult
+from reports.analysis.endpoints import EndpointResult
 from reports.stats import Comparison, Direction, Estimate
 from reports.tracked_rows import row_metrics, runs_view_link, table_view
 from reports.verdicts import Judgement

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from reports.figures import DPI, png_bytes
+from reports.render.figures import DPI, png_bytes
 from reports.stats import Comparison, Direction
 from reports.verdicts import Judgement
 

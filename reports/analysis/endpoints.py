@@ -34,7 +34,7 @@ from matplotlib.patches import Patch
 
 from algos.campaign.ablations import AblationSpec, Endpoint, Row
 from algos.trainer.run_files import CONFIG_FILE, read_metrics
-from reports.figures import (
+from reports.render.figures import (
     FIGURE_SIZE_IN,
     SeedCurve,
     draw_row,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reports.figures import png_data_uri
+from reports.render.figures import png_data_uri
 
 STYLE = (
     "body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse}"
