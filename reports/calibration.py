@@ -18,7 +18,6 @@ Command line: ``python -m reports.calibration --spec dapo_table1 --row naive_grp
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -30,9 +29,8 @@ from scipy import stats
 
 from algos.campaign.ablations import AblationSpec, Endpoint, read_spec
 from algos.config.presets import ConfigError
-from algos.trainer.run_files import FINAL_FILE, read_metrics
-from reports.ablation import finished_runs
 from reports.analysis.endpoints import step_factor, window_mean
+from reports.analysis.runs import FinishedRun, finished_runs
 from reports.render.figures import DPI, png_bytes
 from reports.render.pages import Page, run_report, write_page
 from reports.stats import ADJUSTMENTS, LEVEL, adjust, paired_t, welch_t
@@ -60,18 +58,17 @@ def spec_steps(spec: AblationSpec) -> int:
     return spec.config(spec.rows[0].id).run.steps
 
 
-def seed_values(spec: AblationSpec, row_id: str, runs: Sequence[Path]) -> np.ndarray:
+def seed_values(spec: AblationSpec, row_id: str, runs: Sequence[FinishedRun]) -> np.ndarray:
     """Each quantity on each run: (runs, quantities); nan where a run did not log it."""
     steps = spec.config(row_id).run.steps
     table = []
     for run in runs:
-        history = read_metrics(run)
         line = []
         for _, endpoint in quantities(spec):
             if endpoint is None:
-                line.append(json.loads((run / FINAL_FILE).read_text())[spec.metric])
+                line.append(run.final[spec.metric])
                 continue
-            value = window_mean(history, endpoint.metric, endpoint.scaled(step_factor(run, steps)).window)
+            value = window_mean(run.history, endpoint.metric, endpoint.scaled(step_factor(run, steps)).window)
             line.append(np.nan if value is None else value)
         table.append(line)
     return np.asarray(table, dtype=float)
@@ -141,7 +138,7 @@ def write_calibration(
     """Run the calibration and write ``calibration.md`` and ``.html`` into ``out_dir``."""
     spec = read_spec(spec_name)
     row = spec.row(row_id)
-    runs = finished_runs(runs_dir, spec, row, seeds)
+    runs = finished_runs(runs_dir, spec.name, row.id, seeds)
     if len(runs) < 2 * half:
         raise FileNotFoundError(
             f"{spec.name}/{row.id} has {len(runs)} finished seeds of {seeds}; the calibration needs {2 * half}"
@@ -188,7 +185,7 @@ def write_calibration(
         origin={
             "spec": spec.name,
             "row": row.id,
-            "runs": [str(run) for run in runs],
+            "runs": [str(run.directory) for run in runs],
             "half": half,
             "splits": splits,
             "adjustment": method,

@@ -25,7 +25,7 @@ import numpy as np
 from algos.campaign.ablations import AblationSpec, read_spec
 from algos.config.presets import ConfigError
 from algos.trainer.run_files import write_json
-from reports.ablation import Analysis, analyse
+from reports.analysis.family import Analysis, analyse
 from reports.seed_plan import PlannedComparison, seeds_needed, seeds_per_row
 from reports.stats import ADJUSTMENTS, verdict_level
 
@@ -72,7 +72,7 @@ def plan_seeds(spec_name: str, runs_dir: Path, method: str = "holm") -> dict[str
         for row, reference, what, diffs, effect in pilot_differences(spec, analysis)
     ]
     run_seconds = {
-        result.row.id: float(np.mean([final.get("perf/train_seconds_total", 0.0) for final in result.finals]))
+        result.row.id: float(np.mean([run.final.get("perf/train_seconds_total", 0.0) for run in result.runs]))
         for result in analysis.rows
     }
     seeds = seeds_per_row(plans, pilot, run_seconds, spec.plan.budget_seconds)
@@ -105,7 +105,9 @@ def plan_seeds(spec_name: str, runs_dir: Path, method: str = "holm") -> dict[str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.plan_seeds", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spec", required=True, help="ablation spec with a 'plan' (python -m algos.campaign.ablations --list)")
+    parser.add_argument(
+        "--spec", required=True, help="ablation spec with a 'plan' (python -m algos.campaign.ablations --list)"
+    )
     parser.add_argument(
         "--runs", type=Path, default=Path("results/runs"), help="directory holding <spec>/<row>/seed<n>/"
     )

@@ -10,10 +10,10 @@ pilot's *variance only*:
 2. the comparison needs N = max(n₀, ⌈(t(1 − α/2, n₀ − 1) + t(power, n₀ − 1))² · s₀² / δ²⌉) seeds in
    all, for a smallest effect of interest δ, level α and power;
 3. after N seeds, T = Δ̄_N / (s₀ / √N) with Δ̄_N the mean of all N differences is compared with
-   t(n₀ − 1). Under normal seed noise Δ̄_N is independent of s₀ (the sample mean and variance of
-   normal draws are independent, and N depends on s₀ alone), so T is exactly t with n₀ − 1 degrees of
-   freedom whatever N came out: the level holds, also when a budget caps N below what it asked for
-   (the cap costs power, not level).
+   t(n₀ − 1) (:func:`reports.stats.stein_test`). Under normal seed noise Δ̄_N is independent of s₀
+   (the sample mean and variance of normal draws are independent, and N depends on s₀ alone), so T is
+   exactly t with n₀ − 1 degrees of freedom whatever N came out: the level holds, also when a budget
+   caps N below what it asked for (the cap costs power, not level).
 
 A row takes part in several comparisons (with the row before it and the row after it), so it runs the
 largest N any of them asks; a comparison then uses every seed both of its rows ran, a number that
@@ -32,9 +32,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from reports.stats import LEVEL, POWER, Comparison, Estimate
-
-METHOD = "Stein two-stage t"
+from reports.stats import LEVEL, POWER, stein_test
 
 
 @dataclass(frozen=True)
@@ -71,35 +69,6 @@ def seeds_needed(
     factor = stats.t.ppf(1 - level / 2, df) + stats.t.ppf(power, df)
     sd = float(np.std(pilot, ddof=1))
     return max(pilot.size, math.ceil((factor * sd / smallest_effect) ** 2))
-
-
-def stein_test(differences: Sequence[float], pilot_seeds: int, confidence: float = 0.95) -> Comparison:
-    """Stein's second-stage test of Δ = 0 on all N per-seed differences, the first ``pilot_seeds`` being the pilot.
-
-    Δ = mean of all N; se = s₀/√N with s₀ the pilot's sd; n₀ − 1 degrees of freedom; interval Δ ± t·se.
-    No distribution-free check is given: the seed count N depends on the pilot's spread, which sign
-    flips or relabellings of the pilot would change.
-    """
-    values = np.asarray(differences, dtype=float)
-    if not 2 <= pilot_seeds <= values.size:
-        raise ValueError(f"pilot_seeds must be between 2 and the {values.size} differences, got {pilot_seeds}")
-    delta = float(np.mean(values))
-    se = float(np.std(values[:pilot_seeds], ddof=1)) / math.sqrt(values.size)
-    df = float(pilot_seeds - 1)
-    half = float(stats.t.ppf(0.5 + confidence / 2, df) * se)
-    return Comparison(
-        delta=Estimate(delta, delta - half, delta + half, values.size, confidence),
-        n=values.size,
-        n_reference=values.size,
-        paired=True,
-        method=METHOD,
-        p_value=float(2 * stats.t.sf(abs(delta) / se, df)) if se > 0 else None,
-        se=se if se > 0 else None,
-        df=df,
-        exact_p=None,
-        exact_p_floor=None,
-        p_improvement=float(np.mean(values > 0) + 0.5 * np.mean(values == 0)),
-    )
 
 
 def seeds_per_row(

@@ -12,7 +12,8 @@ Welch's t keeps its level at small n, bootstrap tests do not):
 - a row's mean: Student-t interval over its seeds (:func:`seed_estimate`);
 - a row against the row it is compared with, run with the same seeds (seed i of both rows shares its
   random streams, so seed noise partly cancels): paired t on the per-seed differences; with different
-  seed sets: Welch's t (:func:`compare`);
+  seed sets: Welch's t (:func:`compare`); in a campaign whose seeds were planned from a pilot, Stein's
+  second-stage t (:func:`stein_test`, the plan in :mod:`reports.seed_plan`);
 - beside each, a distribution-free check: the exact sign-flip (paired) or permutation (unpaired)
   p-value, with the smallest p it can reach at that n (paired n = 3: 0.25, so it can never reach 0.05);
 - a table is a family: :func:`adjust` turns its raw p-values into Holm (Holm 1979; default) or
@@ -41,6 +42,7 @@ POWER = 0.8
 ADJUSTMENTS = ("holm", "bh")
 EXACT_ARRANGEMENTS = 50_000  # up to this many sign flips or relabellings the distribution-free p is exact
 RANDOM_ARRANGEMENTS = 20_000  # beyond it, this many seeded random ones
+STEIN_METHOD = "Stein two-stage t"
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,35 @@ def compare(values: Mapping[int, float], reference: Mapping[int, float], confide
         seeds = sorted(values)
         return paired_t([values[s] for s in seeds], [reference[s] for s in seeds], confidence)
     return welch_t(list(values.values()), list(reference.values()), confidence)
+
+
+def stein_test(differences: Sequence[float], pilot_seeds: int, confidence: float = 0.95) -> Comparison:
+    """Stein's second-stage test of Δ = 0 on all N per-seed differences, the first ``pilot_seeds`` being the pilot.
+
+    Δ = mean of all N; se = s₀/√N with s₀ the pilot's sd; n₀ − 1 degrees of freedom; interval Δ ± t·se.
+    No distribution-free check is given: the seed count N depends on the pilot's spread, which sign
+    flips or relabellings of the pilot would change.
+    """
+    values = np.asarray(differences, dtype=float)
+    if not 2 <= pilot_seeds <= values.size:
+        raise ValueError(f"pilot_seeds must be between 2 and the {values.size} differences, got {pilot_seeds}")
+    delta = float(np.mean(values))
+    se = float(np.std(values[:pilot_seeds], ddof=1)) / math.sqrt(values.size)
+    df = float(pilot_seeds - 1)
+    half = float(stats.t.ppf(0.5 + confidence / 2, df) * se)
+    return Comparison(
+        delta=Estimate(delta, delta - half, delta + half, values.size, confidence),
+        n=values.size,
+        n_reference=values.size,
+        paired=True,
+        method=STEIN_METHOD,
+        p_value=float(2 * stats.t.sf(abs(delta) / se, df)) if se > 0 else None,
+        se=se if se > 0 else None,
+        df=df,
+        exact_p=None,
+        exact_p_floor=None,
+        p_improvement=float(np.mean(values > 0) + 0.5 * np.mean(values == 0)),
+    )
 
 
 def adjust(p_values: Sequence[float | None], method: str = "holm") -> list[float | None]:

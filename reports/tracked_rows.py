@@ -20,8 +20,8 @@ rerun under the same parent run shows what it is now). The experiment is marked 
 training (``mlflow.experimentKind``), described by the spec's title, and given a shared view of the
 runs table (``mlflow.sharedViewState.<key>``, which the UI opens from ``viewStateShareKey=<key>``):
 the parent runs only, in the paper's order, with the columns above. Nothing is recomputed that the
-report does not compute: the numbers come from :func:`reports.ablation.collect` and
-:func:`reports.analysis.endpoints.measure` over the runs' own files. Runs trained with ``tracking.backend=none``
+report does not compute: the numbers come from :func:`reports.analysis.family.analyse` over the runs'
+own files. Runs trained with ``tracking.backend=none``
 have no parent run and are skipped. A JSON record of what was logged, and a link to each experiment's
 runs view in table order, is written to ``--out``.
 
@@ -39,15 +39,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from algos.campaign.ablations import AblationSpec, read_spec
 from algos.config.presets import ConfigError
 from algos.config.schema import TrackingConfig
-from algos.trainer.run_files import CONFIG_FILE, tracker_run_id, write_json
+from algos.trainer.run_files import write_json
 from algos.trainer.tracking import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, GROUP_TAG, PARENT_TAG, tracking_uri
-from reports.analysis import endpoints
-from reports.ablation import RowResult, analyse
+from reports.analysis.endpoints import EndpointResult
+from reports.analysis.family import analyse
+from reports.analysis.rows import RowResult
+from reports.analysis.runs import FinishedRun
 from reports.seed_plan import read_plan
 from reports.stats import Comparison, Estimate
 from reports.verdicts import Judgement
@@ -81,7 +81,7 @@ def comparison_metrics(
     return metrics
 
 
-def row_metrics(position: int, result: RowResult, measured: Sequence[endpoints.EndpointResult]) -> dict[str, float]:
+def row_metrics(position: int, result: RowResult, measured: Sequence[EndpointResult]) -> dict[str, float]:
     """The metrics one row's parent run carries (see the module docstring); ``measured``: this row's endpoints."""
     metrics = {ORDER_KEY: float(position)}
     if result.row.paper is not None:
@@ -125,10 +125,9 @@ def parent_runs(client: Any, run_ids: Sequence[str]) -> list[str]:
     return parents
 
 
-def run_tracking_uri(run: Path) -> str:
+def run_tracking_uri(run: FinishedRun) -> str:
     """The store a run was tracked in: its config's ``tracking.uri``, else the environment's or the default."""
-    tracking = yaml.safe_load((run / CONFIG_FILE).read_text()).get("tracking", {})
-    return tracking_uri(TrackingConfig(**tracking))
+    return tracking_uri(TrackingConfig(**run.config.get("tracking", {})))
 
 
 def table_view(metric_keys: Sequence[str], tag_keys: Sequence[str]) -> dict[str, Any]:
@@ -165,15 +164,14 @@ def log_rows(spec_name: str, runs_dir: Path, seeds: int, plan: Path | None = Non
     record: dict[str, Any] = {"spec": spec.name, "rows": {}}
     columns: dict[tuple[str, str], dict[str, None]] = {}  # (store, experiment) -> its rows' metric keys, in order
     for position, result in enumerate(results, start=1):
-        run_ids = {run: tracker_run_id(run) for run in result.runs}  # reads each run.json once
-        tracked = {run: run_id for run, run_id in run_ids.items() if run_id}
+        tracked = [run for run in result.runs if run.record and run.record.get("tracker_run_id")]
         if not tracked:
             continue
-        uri = run_tracking_uri(next(iter(tracked)))
+        uri = run_tracking_uri(tracked[0])
         client = MlflowClient(tracking_uri=uri)
         metrics = row_metrics(position, result, [m for m in measured if m.row.id == result.row.id])
         tags = {**row_tags(spec, result), NOTE_TAG: _row_note(spec, result)}
-        for parent in parent_runs(client, list(tracked.values())):
+        for parent in parent_runs(client, [run.record["tracker_run_id"] for run in tracked]):
             now = int(time.time() * 1000)  # a rerun's values are the latest at step 0
             client.log_batch(
                 parent,

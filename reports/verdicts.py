@@ -7,8 +7,8 @@ the smallest effect it could have detected (80 % power at the family's per-compa
 own spread and n). The same hypothesis reached twice (an endpoint that is the table's metric at the
 final step) counts once.
 
-With a seed plan (:mod:`reports.seed_plan`), a comparison is Stein's second-stage test over every seed
-both rows ran, the first ``pilot_seeds`` being the pilot.
+With a seed plan (:mod:`reports.seed_plan`), a comparison is Stein's second-stage test
+(:func:`reports.stats.stein_test`) over every seed both rows ran, the first ``pilot_seeds`` being the pilot.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from reports.seed_plan import stein_test
 from reports.stats import (
     LEVEL,
     POWER,
@@ -28,6 +27,7 @@ from reports.stats import (
     detectable_effect,
     direction_agrees,
     format_p,
+    stein_test,
     verdict_level,
 )
 

@@ -24,8 +24,6 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 from matplotlib.artist import Artist
@@ -35,7 +33,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from algos.trainer.run_files import read_metrics
+from reports.analysis.runs import History
 
 CURVES: dict[str, str] = {
     "eval/test/accuracy_t1": "held-out accuracy (test, T = 1)",
@@ -55,9 +53,6 @@ LEGEND_HEIGHT_IN = 0.6
 DPI = 100
 ROW_COLOR = "tab:blue"
 REFERENCE_COLOR = "0.45"
-
-History = Sequence[Mapping[str, Any]]
-"""One run's ``metrics.jsonl``: its lines in order, each a dict with a "step" and some metric keys."""
 
 
 @dataclass(frozen=True)
@@ -105,29 +100,18 @@ def row_curves(histories_by_row: Mapping[str, Sequence[History]], key: str) -> d
     return {row: curve for row, curve in curves.items() if curve is not None}
 
 
-def row_panels(
-    runs_by_row: Mapping[str, Sequence[Path]], key: str, title: str, compared: Mapping[str, str] | None = None
-) -> bytes:
-    """One PNG of ``key`` against step: a panel per row of ``runs_by_row`` (row label -> its seeds' run dirs).
-
-    compared: row label -> the label of the row it is compared with, drawn in grey in its panel.
-    Panels keep the mapping's order; a row with no step shared by all its seeds gets no panel. Raises
-    ValueError when no row has data for ``key`` (``figure_grid`` skips such keys instead).
-    """
-    curves = row_curves(_read_histories(runs_by_row), key)
-    if not curves:
-        raise ValueError(f"no run in rows {list(runs_by_row)} logged {key!r} at a step shared by all its seeds")
-    return png_bytes(panels_figure(curves, title, compared or {}))
-
-
 def figure_grid(
-    runs_by_row: Mapping[str, Sequence[Path]], compared: Mapping[str, str] | None = None
+    histories_by_row: Mapping[str, Sequence[History]], compared: Mapping[str, str] | None = None
 ) -> list[tuple[str, bytes]]:
-    """(title, PNG) of ``row_panels`` for every metric of ``CURVES`` that some row has, in ``CURVES`` order."""
-    histories = _read_histories(runs_by_row)
+    """(title, PNG) of a panel figure for every metric of ``CURVES`` that some row has, in ``CURVES`` order.
+
+    histories_by_row: row label -> its seeds' histories; compared: row label -> the label of the row it is
+    compared with, drawn in grey in its panel. Panels keep the mapping's order; a row with no step shared
+    by all its seeds gets no panel, and a metric no row has gets no figure.
+    """
     figures = []
     for key, title in CURVES.items():
-        curves = row_curves(histories, key)
+        curves = row_curves(histories_by_row, key)
         if curves:
             figures.append((title, png_bytes(panels_figure(curves, title, compared or {}))))
     return figures
@@ -136,10 +120,6 @@ def figure_grid(
 def png_data_uri(png: bytes) -> str:
     """``png`` as a data URI, for an ``<img src=...>`` in an HTML file that needs no other files."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
-def _read_histories(runs_by_row: Mapping[str, Sequence[Path]]) -> dict[str, list[list[dict[str, Any]]]]:
-    return {row: [read_metrics(Path(run)) for run in runs] for row, runs in runs_by_row.items()}
 
 
 def panel_grid(panels: int, title: str, share_y: bool = True) -> tuple[Figure, list[Axes]]:

@@ -10,19 +10,16 @@ a triangle at the panel's edge marks the direction the paper argues (▶ up, ◀
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from algos.campaign.ablations import AblationSpec
+from reports.analysis.family import Analysis
 from reports.render.figures import DPI, png_bytes
 from reports.stats import Comparison, Direction
 from reports.verdicts import Judgement
-
-if TYPE_CHECKING:
-    from algos.campaign.ablations import AblationSpec
-    from reports.ablation import Analysis
 
 VERDICT_COLORS = {
     Direction.AGREES: "tab:green",

@@ -3,7 +3,11 @@ import json
 import pytest
 
 from algos.campaign.ablations import read_spec
-from reports.ablation import HEADER, analyse, collect, main, table_cells, write_report
+from reports.ablation import main, write_report
+from reports.analysis.family import analyse
+from reports.analysis.provenance import environment_warnings, provenance
+from reports.analysis.rows import measure_rows
+from reports.render.tables import HEADER, table_cells
 from tests.reports.test_benchmarks import fake_score
 
 
@@ -94,7 +98,7 @@ def test_missing_metric_and_unknown_spec_fail_clearly(dapo_runs, capsys):
     run = dapo_runs / "runs" / "dapo_table1" / "naive_grpo" / "seed0"
     (run / "final_metrics.json").write_text(json.dumps({"other": 1.0}))
     with pytest.raises(ValueError, match="eval/test/accuracy_t1"):
-        collect(read_spec("dapo_table1"), dapo_runs / "runs", seeds=3)
+        measure_rows(read_spec("dapo_table1"), dapo_runs / "runs", seeds=3)
     assert main(["--spec", "nope", "--runs", str(dapo_runs / "runs"), "--out", str(dapo_runs / "r")]) == 2
     assert "valid specs" in capsys.readouterr().err
 
@@ -127,8 +131,6 @@ def test_one_seed_per_row_is_inconclusive_with_no_interval(dapo_runs):
 
 
 def test_runs_from_two_environments_are_named_in_a_warning(dapo_runs):
-    from reports.ablation import environment_warnings, provenance
-
     spec = read_spec("dapo_table1")
     environment = {
         "fingerprint": "f1",
@@ -151,7 +153,7 @@ def test_runs_from_two_environments_are_named_in_a_warning(dapo_runs):
                 }
             )
         )
-    results = collect(spec, dapo_runs / "runs", seeds=3)
+    results = measure_rows(spec, dapo_runs / "runs", seeds=3)
     (warning,) = environment_warnings(provenance(spec, results)["environments"])
     assert "the runs came from 3 environments (f1: 2 runs, f2: 1 runs, unrecorded: 12 runs)" in warning
     assert "they differ in package transformers" in warning

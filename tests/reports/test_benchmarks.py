@@ -1,7 +1,8 @@
 import json
 
 from eval.benchmarks.suites import BOXED_TEMPLATE, headline_metric
-from reports.benchmarks import HEADER, main, protocol_summary, read_score, table_cells, write_benchmark_report
+from reports.analysis.scores import protocol_summary, read_score
+from reports.benchmarks import HEADER, main, table_cells, write_benchmark_report
 
 
 def fake_score(directory, metrics, samples=0, temperature=1.0, top_p=1.0, template=BOXED_TEMPLATE, engine="hf"):

@@ -6,8 +6,13 @@ import pytest
 import yaml
 
 from algos.campaign.ablations import read_spec
+from reports.ablation import write_report
 from reports.analysis import endpoints
-from reports.ablation import judged, write_report
+from reports.analysis.diagnostics import row_diagnostics, run_warnings
+from reports.analysis.family import judged
+from reports.analysis.provenance import spec_file_state
+from reports.analysis.runs import load_run
+from reports.render.tables import diagnostic_cells, endpoint_cells
 
 
 def fake_run(directory, lines, steps=30):
@@ -43,7 +48,7 @@ def runs(tmp_path):
             tmp_path / "clip_higher" / f"seed{seed}",
             entropy_lines(1.5 + 0.02 * seed, short_at=(3,) if seed == 1 else ()),
         )
-    runs_of = {row.id: sorted((tmp_path / row.id).glob("seed*")) for row in spec.rows}
+    runs_of = {row.id: [load_run(run) for run in sorted((tmp_path / row.id).glob("seed*"))] for row in spec.rows}
     return spec, runs_of
 
 
@@ -65,7 +70,7 @@ def test_endpoints_are_measured_on_scaled_windows_and_compared_by_seed(runs):
     clipped = next(r for r in measured if r.row.id == "clip_higher" and r.endpoint.metric == "actor/clip_frac_high")
     assert clipped.comparison.delta.mean == 0 and clipped.comparison.p_value is None
     assert str(clipped.judgement.verdict) == "inconclusive"
-    cells = endpoints.endpoint_cells(spec, measured)
+    cells = endpoint_cells(spec, measured)
     row = next(c for c in cells if c[0] == "+ Clip-Higher" and c[1].startswith("actor/entropy"))
     assert row[1] == "actor/entropy (15–30)" and row[3].startswith("+0.51 [0.4") and row[8:10] == ["up", "agrees"]
     clip_row = next(c for c in cells if c[0] == "+ Clip-Higher" and c[1].startswith("actor/clip_frac_high"))
@@ -75,10 +80,10 @@ def test_endpoints_are_measured_on_scaled_windows_and_compared_by_seed(runs):
 
 def test_diagnostics_and_warnings(runs):
     spec, runs_of = runs
-    cells = {c[0]: c for c in endpoints.diagnostic_cells(spec, runs_of)}
+    cells = {c[0]: c for c in diagnostic_cells(row_diagnostics(spec, runs_of))}
     assert cells["+ Clip-Higher"][1] == "2" and cells["+ Clip-Higher"][4] == "10"  # up-clip %, truncated %
     assert cells["+ Clip-Higher"][7] == "0.333" and cells["Naive GRPO"][1] == "—"  # short steps: mean over seeds
-    warnings = endpoints.run_warnings(spec, runs_of)
+    warnings = run_warnings(spec, runs_of)
     assert warnings == [
         "+ Clip-Higher, seed 1: dynamic sampling reached its round cap and trained on a short batch at steps 3"
     ]
@@ -87,7 +92,7 @@ def test_diagnostics_and_warnings(runs):
 def test_non_finite_values_are_named(tmp_path):
     spec = read_spec("dapo_table1")
     fake_run(tmp_path / "naive_grpo" / "seed0", [{"step": 1, "critic/explained_variance": float("-inf")}])
-    warnings = endpoints.run_warnings(spec, {"naive_grpo": [tmp_path / "naive_grpo" / "seed0"]})
+    warnings = run_warnings(spec, {"naive_grpo": [load_run(tmp_path / "naive_grpo" / "seed0")]})
     assert warnings == ["Naive GRPO, seed 0: non-finite values logged for critic/explained_variance"]
 
 
@@ -96,12 +101,12 @@ def test_the_report_states_the_spec_hash_and_the_endpoint_table(runs, tmp_path):
     runs_dir = tmp_path / "campaign"
     for row_id, row_runs in runs_of.items():
         for run in row_runs:
-            target = runs_dir / spec.name / row_id / run.name
+            target = runs_dir / spec.name / row_id / run.directory.name
             target.parent.mkdir(parents=True, exist_ok=True)
-            run.rename(target)
+            run.directory.rename(target)
     markdown, _ = write_report(spec.name, runs_dir, tmp_path / "reports", seeds=3)
     text = markdown.read_text()
-    digest, _ = endpoints.spec_file_state(spec.path)
+    digest, _ = spec_file_state(spec.path)
     assert f"SHA-256 {digest}" in text and "## Endpoints declared in the spec" in text
     assert "## Diagnostics per row" in text and "**Warning:** + Clip-Higher, seed 1: dynamic sampling" in text
     assert "## Endpoints over training" in text
@@ -117,24 +122,7 @@ def test_an_edited_spec_is_flagged(tmp_path):
     subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "spec"], cwd=tmp_path, check=True
     )
-    assert endpoints.spec_file_state(spec_file)[1] is None
+    assert spec_file_state(spec_file)[1] is None
     spec_file.write_text("a: 2\n")
-    digest, warning = endpoints.spec_file_state(spec_file)
+    digest, warning = spec_file_state(spec_file)
     assert len(digest) == 16 and "mine.yaml has uncommitted changes" in warning
-
-
-def test_the_report_shows_the_base_models_properties_against_their_targets(tmp_path):
-    from reports.ablation import base_model_table, collect
-
-    base = tmp_path / "base"
-    base.mkdir()
-    properties = {"problems": 512, "group_size": 8, "accuracy_t1": 0.23, "repetitive_frac": 0.2}
-    (base / "base_model.json").write_text(json.dumps({"properties": properties}))
-    run = tmp_path / "runs" / "dapo_table1" / "naive_grpo" / "seed0"
-    fake_run(run, entropy_lines(1.0))
-    (run / "config.yaml").write_text(yaml.safe_dump({"run": {"steps": 30}, "model": {"name_or_path": str(base)}}))
-    table = base_model_table(collect(read_spec("dapo_table1"), tmp_path / "runs", seeds=1))
-    cells = {row[0]: row for row in table.cells}
-    assert cells["accuracy_t1"][2:] == ["0.2–0.5", "0.23", "yes"]
-    assert cells["repetitive_frac"][2:] == ["0.03–0.1", "0.2", "no"]
-    assert "512 validation problems x G = 8" in table.note

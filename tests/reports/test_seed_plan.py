@@ -5,7 +5,7 @@ import math
 import pytest
 from scipy import stats
 
-from reports.seed_plan import PlannedComparison, seeds_needed, seeds_per_row, simulate_planned_rejections, stein_test
+from reports.seed_plan import PlannedComparison, seeds_needed, seeds_per_row, simulate_planned_rejections
 
 
 def t_quantile_df2(q: float) -> float:
@@ -31,15 +31,6 @@ def test_bad_pilots_and_effects_are_refused():
         seeds_needed([0.3], 1.0)
     with pytest.raises(ValueError, match="positive"):
         seeds_needed([0.0, 1.0], -0.1)
-
-
-def test_stein_test_uses_the_pilot_sd_on_pilot_degrees_of_freedom():
-    # Pilot [0, 1, 2] (sd 1), then two more: mean of all five 1.6, se 1/sqrt(5), 2 df.
-    comparison = stein_test([0.0, 1.0, 2.0, 2.0, 3.0], pilot_seeds=3)
-    assert comparison.delta.mean == pytest.approx(1.6) and comparison.df == 2.0
-    assert comparison.se == pytest.approx(1 / math.sqrt(5))
-    assert comparison.p_value == pytest.approx(2 * stats.t.sf(1.6 * math.sqrt(5), 2))
-    assert comparison.exact_p is None and comparison.n == 5
 
 
 def test_the_budget_caps_every_row_alike():

@@ -21,6 +21,7 @@ from reports.stats import (
     format_p,
     paired_t,
     seed_estimate,
+    stein_test,
     verdict_level,
     welch_t,
 )
@@ -200,3 +201,12 @@ def test_holm_keeps_the_family_wise_rate_where_raw_p_values_do_not():
         any_holm += min(adjust(raw)) <= 0.05
     assert any_holm / 2000 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
     assert any_raw / 2000 > 0.2  # six unadjusted tests at 0.05 call something about 26 % of the time
+
+
+def test_stein_test_uses_the_pilot_sd_on_pilot_degrees_of_freedom():
+    # Pilot [0, 1, 2] (sd 1), then two more: mean of all five 1.6, se 1/sqrt(5), 2 df.
+    comparison = stein_test([0.0, 1.0, 2.0, 2.0, 3.0], pilot_seeds=3)
+    assert comparison.delta.mean == pytest.approx(1.6) and comparison.df == 2.0
+    assert comparison.se == pytest.approx(1 / math.sqrt(5))
+    assert comparison.p_value == pytest.approx(2 * stats.t.sf(1.6 * math.sqrt(5), 2))
+    assert comparison.exact_p is None and comparison.n == 5

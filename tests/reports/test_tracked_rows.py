@@ -5,8 +5,8 @@ import json
 import pytest
 
 from algos.campaign.ablations import Endpoint, Row
-from reports.ablation import RowResult
 from reports.analysis.endpoints import EndpointResult
+from reports.analysis.rows import RowResult
 from reports.stats import Comparison, Direction, Estimate
 from reports.tracked_rows import row_metrics, runs_view_link, table_view
 from reports.verdicts import Judgement
@@ -29,7 +29,7 @@ JUDGEMENT = Judgement(0.6, 0.04, Direction.INCONCLUSIVE, 5, 0.05)
 def result(row=ROW, with_comparison=True):
     compared = comparison(estimate(0.02, -0.01, 0.05), 3, 0.2, 0.75) if with_comparison else None
     values = {0: 0.5, 1: 0.6, 2: 0.7}
-    return RowResult(row, (), (), values, estimate(0.6, 0.5, 0.7), compared, 0.02, judgement=JUDGEMENT)
+    return RowResult(row, (), values, estimate(0.6, 0.5, 0.7), compared, 0.02, judgement=JUDGEMENT)
 
 
 def test_a_row_carries_its_table_cell_in_percent_its_paper_number_and_its_position():
@@ -75,7 +75,7 @@ def test_endpoints_keep_their_units_and_name_the_window_measured():
 
 def test_a_row_without_a_paper_number_or_runs_logs_only_what_it_has():
     bare = Row("extra", "Extra", None, "grpo", {}, None)
-    metrics = row_metrics(5, RowResult(bare, (), (), {}, None, None, None), [])
+    metrics = row_metrics(5, RowResult(bare, (), {}, None, None, None), [])
     assert metrics == {"row": 5.0}
 
 
