@@ -78,7 +78,9 @@ def compare_seeds(
     return compare(mine, theirs)
 
 
-def judge(claims: Sequence[Claim], method: str = "holm", level: float = LEVEL, power: float = POWER) -> list[Judgement]:
+def judge_family(
+    claims: Sequence[Claim], method: str = "holm", level: float = LEVEL, power: float = POWER
+) -> list[Judgement]:
     """Every claim's judgement, the claims with a direction adjusted as one family (same order as ``claims``)."""
     tests: dict[Hashable, float | None] = {}
     for claim in claims:

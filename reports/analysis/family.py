@@ -19,7 +19,7 @@ from reports.analysis.endpoints import EndpointResult, measure
 from reports.analysis.rows import RowResult, measure_rows
 from reports.analysis.runs import FinishedRun
 from reports.stats import ADJUSTMENTS
-from reports.verdicts import Claim, judge
+from reports.verdicts import Claim, judge_family
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def judged(
         )
         for e in measured
     ]
-    judgements = judge(claims, method)
+    judgements = judge_family(claims, method)
     judged_rows = [dataclasses.replace(r, judgement=j) for r, j in zip(rows, judgements[: len(rows)], strict=True)]
     ends = [dataclasses.replace(e, judgement=j) for e, j in zip(measured, judgements[len(rows) :], strict=True)]
     return judged_rows, ends

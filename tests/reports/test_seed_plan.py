@@ -3,7 +3,6 @@
 import math
 
 import pytest
-from scipy import stats
 
 from reports.seed_plan import PlannedComparison, seeds_needed, seeds_per_row, simulate_planned_rejections
 
