@@ -31,8 +31,9 @@ from algos.core.ratios import group_expected_probability
 from algos.core.repetition import tandem_repeats
 from algos.core.rewards import keep_groups, outcome_scores, token_rewards
 from algos.core.value import explained_variance
-from algos.engine.distributed import Processes, generate_share, score_share
-from algos.engine.models import ChatFormat, decode_responses, encode_prompts, end_token_ids
+from algos.engine.distributed import Processes, score_share
+from algos.engine.models import ChatFormat
+from algos.engine.sampling import Responses, grade, sample
 from algos.engine.seeding import derive_seed
 from algos.engine.sequences import SequenceBatch, response_logprobs, response_values
 from eval.tasks.sources import TaskData
@@ -144,50 +145,14 @@ def _concat(parts: list[_Sampled], pad_id: int) -> _Sampled:
     )
 
 
-def grade(
-    cfg: RLConfig, task: TaskData, texts: list[str], answers: list[str], lengths: torch.Tensor, truncated: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The verifier's verdicts and the outcome rewards of ``texts``: (correct (N,) bool, scores (N,)).
+def _graded(cfg: RLConfig, task: TaskData, part: Responses) -> tuple[torch.Tensor, torch.Tensor]:
+    """The verifier's verdicts and the outcome rewards of ``part``'s responses: (correct (N,) bool, scores (N,)).
 
-    A verifier that returns None cannot score that response: it counts as incorrect and its reward is
-    NaN unless another reward function scores it.
+    An unscorable response (the verifier returned None) is incorrect, and its reward is NaN unless another
+    reward function scores it.
     """
-    verdicts = [task.verifier(text, answer) for text, answer in zip(texts, answers, strict=True)]
-    device = lengths.device
-    correct = torch.tensor([bool(v) for v in verdicts], device=device)
-    scorable = torch.tensor([v is not None for v in verdicts], device=device)
-    return correct, outcome_scores(cfg, correct, lengths, truncated, scorable)
-
-
-def _budget(cfg: RLConfig, tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> dict:
-    """The generation length and special tokens every rollout generation uses."""
-    return {
-        "max_new_tokens": cfg.rollout.max_new_tokens,
-        "eos_token_id": end_token_ids(tokenizer, model),
-        "pad_token_id": tokenizer.pad_token_id,
-    }
-
-
-def _greedy_baselines(
-    cfg: RLConfig,
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    task: TaskData,
-    prompt_ids: torch.Tensor,
-    prompt_mask: torch.Tensor,
-    answers: list[str],
-    processes: Processes,
-    prompts: slice,
-) -> torch.Tensor:
-    """ReMax's baseline: the reward of one greedy response per prompt of this process's ``prompts``, (P_p,).
-
-    prompt_ids, prompt_mask: (P, T_prompt), every process's prompts; answers: this process's.
-    """
-    result = generate_share(
-        processes, model, prompt_ids, prompt_mask, prompts, greedy=True, **_budget(cfg, tokenizer, model)
-    )
-    texts = decode_responses(tokenizer, result.response_ids, result.lengths)
-    return grade(cfg, task, texts, answers, result.lengths, result.truncated)[1]
+    verdicts = grade(task.verifier, part.texts, part.answers, part.lengths.device)
+    return verdicts.correct, outcome_scores(cfg, verdicts.correct, part.lengths, part.truncated, verdicts.scorable)
 
 
 def _sample_round(
@@ -200,45 +165,31 @@ def _sample_round(
     prompts: int,
     processes: Processes,
 ) -> _Sampled:
-    """One round of ``prompts`` prompts x G responses; each process samples its share of the groups, all get all."""
+    """One round of ``prompts`` prompts x G responses; each process samples its share of the groups, all get all.
+
+    Under ReMax the round first decodes one greedy response per prompt, whose reward is the baseline of
+    the prompt's G rows.
+    """
     group = cfg.rollout.group_size
     problems = task.sample_train(prompts, seed)
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in problems], chat)
-    device = next(model.parameters()).device
-    mine = processes.share(prompts)  # this process's groups
-    rows = slice(mine.start * group, mine.stop * group)
-    my_problems = problems[mine]
+    common = {"max_new_tokens": cfg.rollout.max_new_tokens, "chat": chat, "processes": processes}
     baselines = None
     if ADVANTAGE_ESTIMATORS[cfg.advantage.estimator].facts.needs_baselines:
-        answers = [p.answer for p in my_problems]
-        greedy = _greedy_baselines(
-            cfg, model, tokenizer, task, prompt_ids.to(device), prompt_mask.to(device), answers, processes, mine
-        )
-        baselines = greedy.repeat_interleave(group)
-    prompt_ids = prompt_ids.repeat_interleave(group, dim=0).to(device)  # (P*G, T_prompt), group by group
-    prompt_mask = prompt_mask.repeat_interleave(group, dim=0).to(device)
-    generator = torch.Generator(device).manual_seed(seed)
-    result = generate_share(
-        processes,
+        greedy = sample(model, tokenizer, problems, greedy=True, **common)
+        baselines = _graded(cfg, task, greedy)[1].repeat_interleave(group)  # (P_p G,)
+    generator = torch.Generator(next(model.parameters()).device).manual_seed(seed)
+    part = sample(
         model,
-        prompt_ids,
-        prompt_mask,
-        rows,
+        tokenizer,
+        problems,
+        group_size=group,
         temperature=cfg.rollout.temperature,
         top_p=cfg.rollout.top_p,
         generator=generator,
-        **_budget(cfg, tokenizer, model),
+        **common,
     )
-    texts = decode_responses(tokenizer, result.response_ids, result.lengths)
-    answers = [p.answer for p in my_problems for _ in range(group)]
-    correct, scores = grade(cfg, task, texts, answers, result.lengths, result.truncated)
-    share = _Sampled(
-        SequenceBatch(prompt_ids[rows], prompt_mask[rows], result.response_ids, result.response_mask),
-        correct,
-        result.truncated,
-        scores,
-        baselines,
-    )
+    correct, scores = _graded(cfg, task, part)
+    share = _Sampled(part.sequences, correct, part.truncated, scores, baselines)
     return share if processes.count == 1 else _concat(processes.gather([share]), tokenizer.pad_token_id)
 
 
@@ -259,7 +210,7 @@ def round_prompts(cfg: RLConfig, kept_groups: int, sampled_groups: int) -> int:
     return min(most, math.ceil(cfg.dynamic_sampling.oversample * (wanted - kept_groups) / keep_rate))
 
 
-def sample_groups(
+def step_groups(
     cfg: RLConfig, sample_round: Callable[[int, int], _Sampled]
 ) -> tuple[list[_Sampled], list[_Sampled], int]:
     """The step's groups: the one place ``dynamic_sampling`` is read.
@@ -350,7 +301,7 @@ def collect_rollout(
         seed = derive_seed(step_seed, "round", index)
         return _sample_round(cfg, sampler, tokenizer, task, chat, seed, prompts, processes)
 
-    generated, kept, kept_groups = sample_groups(cfg, sample_round)
+    generated, kept, kept_groups = step_groups(cfg, sample_round)
     rounds = len(generated)
     gen_seconds = time.perf_counter() - started
     everything = _concat(generated, tokenizer.pad_token_id)
