@@ -23,6 +23,7 @@ from eval.tasks.sources import TaskData
 
 def prepare_critic(
     cfg: RLConfig,
+    *,
     learner: Learner,
     accelerator: Accelerator,
     tokenizer: PreTrainedTokenizerBase,
@@ -41,12 +42,30 @@ def prepare_critic(
     if cfg.critic.init == "reward_model":
         for index in range(cfg.critic.reward_model_steps):
             seed = derive_seed(cfg.seed, "reward-model", index)
-            batch = collect_rollout(cfg, seed, policy, tokenizer, task, chat, critic=critic, processes=processes)
+            batch = collect_rollout(
+                cfg,
+                seed,
+                sampling_policy=policy,
+                tokenizer=tokenizer,
+                task=task,
+                chat=chat,
+                critic=critic,
+                processes=processes,
+            )
             if batch.size:  # every process fits the whole batch: the same gradient, averaged
                 log_phase(index, fit_reward_model(cfg, learner.critic, learner.critic_optimizer, accelerator, batch))
     for index in range(cfg.critic.pretrain_steps):
         seed = derive_seed(cfg.seed, "pretrain", index)
-        batch = collect_rollout(cfg, seed, policy, tokenizer, task, chat, critic=critic, processes=processes)
+        batch = collect_rollout(
+            cfg,
+            seed,
+            sampling_policy=policy,
+            tokenizer=tokenizer,
+            task=task,
+            chat=chat,
+            critic=critic,
+            processes=processes,
+        )
         if batch.size == 0:
             continue
         mask = batch.sequences.response_mask.float()
@@ -59,7 +78,7 @@ def prepare_critic(
                 dataclasses.replace(batch, returns=targets),
                 learner,
                 accelerator,
-                seed,
+                step_seed=seed,
                 critic_only=True,
                 processes=processes,
             ),
@@ -76,15 +95,23 @@ def prepare_critic(
 
 def critic_probe(
     cfg: RLConfig,
-    models: tuple[PreTrainedModel, PreTrainedModel],
+    *,
+    policy: PreTrainedModel,
+    critic: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     task: TaskData,
     chat: ChatFormat | None,
     processes: Processes,
 ) -> dict[str, float]:
-    """The critic RL starts from (``models``: policy, critic), measured on a fresh rollout of the initial policy."""
-    policy, critic = models
+    """The critic RL starts from, measured on a fresh rollout of the initial ``policy``: its ``critic/…`` metrics."""
     batch = collect_rollout(
-        cfg, derive_seed(cfg.seed, "critic-probe"), policy, tokenizer, task, chat, critic=critic, processes=processes
+        cfg,
+        derive_seed(cfg.seed, "critic-probe"),
+        sampling_policy=policy,
+        tokenizer=tokenizer,
+        task=task,
+        chat=chat,
+        critic=critic,
+        processes=processes,
     )
     return {key: value for key, value in batch.metrics.items() if key.startswith("critic/")}

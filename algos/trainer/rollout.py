@@ -53,7 +53,8 @@ class RolloutBatch:
     """(B, T) log π_old; None when the update's forward pass provides it (:func:`update_gives_old_logprobs`)."""
     advantages: torch.Tensor
     sampler_logprobs: torch.Tensor | None = None
-    """(B, T) log-probabilities of the stale sampler under ``rollout.correction`` (π_old is then the learner's)."""
+    """(B, T) log-probabilities of the sampling policy under ``rollout.correction`` (π_old is then the current
+    policy's)."""
     returns: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
     ref_logprobs: torch.Tensor | None = None
@@ -99,7 +100,7 @@ def has_dropout(model: PreTrainedModel) -> bool:
     return any(isinstance(value, float) and value > 0 for key, value in settings.items() if key.endswith("dropout"))
 
 
-def update_gives_old_logprobs(cfg: RLConfig, sampler: PreTrainedModel) -> bool:
+def update_gives_old_logprobs(cfg: RLConfig, sampling_policy: PreTrainedModel) -> bool:
     """Whether log π_old equals the update's own log-probabilities, detached, so no scoring pass is needed.
 
     True when ``rollout.old_logprobs`` is auto and the batch gets exactly one optimizer step, taken by
@@ -117,7 +118,7 @@ def update_gives_old_logprobs(cfg: RLConfig, sampler: PreTrainedModel) -> bool:
         and cfg.policy_loss.ratio_level != "group_expectation"
         and not cfg.critic.enabled
         and cfg.kl.controller == "fixed"
-        and not has_dropout(sampler)
+        and not has_dropout(sampling_policy)
     )
 
 
@@ -276,30 +277,41 @@ def rollout_metrics(sampled: _Sampled, group_size: int) -> dict[str, float]:
 def collect_rollout(
     cfg: RLConfig,
     step_seed: int,
-    sampler: PreTrainedModel,
+    sampling_policy: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     task: TaskData,
     chat: ChatFormat | None,
+    *,
     reference: PreTrainedModel | None = None,
     critic: PreTrainedModel | None = None,
-    learner: PreTrainedModel | None = None,
+    current_policy: PreTrainedModel | None = None,
     processes: Processes | None = None,
 ) -> RolloutBatch:
-    """Sample, grade and score one rollout batch with ``sampler`` as π_old.
+    """Sample, grade and score one rollout batch with ``sampling_policy`` as π_old.
 
-    Under ``rollout.correction``, π_old is instead ``learner`` (the policy about to be updated) and the
-    sampler's log-probabilities go to the correction weights. Metrics describe every response generated this step (all rounds); the batch holds the kept
-    groups only: the first P informative groups under dynamic sampling, all P groups otherwise.
-    ``processes``: the processes of a multi-process run; each returns the same global batch.
+    Under ``rollout.correction``, π_old is instead ``current_policy`` (the policy about to be updated) and
+    the sampling policy's log-probabilities go to the correction weights. Metrics describe every response
+    generated this step (all rounds); the batch holds the kept groups only: the first P informative
+    groups under dynamic sampling, all P groups otherwise. ``processes``: the processes of a
+    multi-process run; each returns the same global batch.
     """
     processes = processes or Processes()
     group, wanted = cfg.rollout.group_size, cfg.rollout.prompts_per_step
-    sampler.eval()
+    sampling_policy.eval()
     started = time.perf_counter()
 
     def sample_round(index: int, prompts: int) -> _Sampled:
         seed = derive_seed(step_seed, "round", index)
-        return _sample_round(cfg, sampler, tokenizer, task, chat, seed, prompts, processes)
+        return _sample_round(
+            cfg,
+            model=sampling_policy,
+            tokenizer=tokenizer,
+            task=task,
+            chat=chat,
+            seed=seed,
+            prompts=prompts,
+            processes=processes,
+        )
 
     generated, kept, kept_groups = step_groups(cfg, sample_round)
     rounds = len(generated)
@@ -328,26 +340,36 @@ def collect_rollout(
 
     batch = _concat(kept, tokenizer.pad_token_id)
     rows = torch.arange(min(kept_groups, wanted) * group, device=batch.correct.device)
-    return _score_rollout(cfg, batch.rows(rows), sampler, reference, critic, metrics, step_seed, learner, processes)
+    return _score_rollout(
+        cfg,
+        batch.rows(rows),
+        sampling_policy=sampling_policy,
+        reference=reference,
+        critic=critic,
+        metrics=metrics,
+        step_seed=step_seed,
+        current_policy=current_policy,
+        processes=processes,
+    )
 
 
 def _score_rollout(
     cfg: RLConfig,
     batch: _Sampled,
-    sampler: PreTrainedModel,
+    *,
+    sampling_policy: PreTrainedModel,
     reference: PreTrainedModel | None,
     critic: PreTrainedModel | None,
     metrics: dict[str, float],
     step_seed: int,
-    learner: PreTrainedModel | None = None,
-    processes: Processes | None = None,
+    current_policy: PreTrainedModel | None,
+    processes: Processes,
 ) -> RolloutBatch:
     """π_old and π_ref log-probabilities, values, per-token rewards and advantages of the kept rows.
 
     The model passes are split over ``processes`` by whole groups; everything after them runs on the
     whole batch in every process.
     """
-    processes = processes or Processes()
     group = cfg.rollout.group_size
 
     def logprobs_of(model: PreTrainedModel) -> torch.Tensor:
@@ -362,15 +384,15 @@ def _score_rollout(
         return RolloutBatch(
             batch.sequences, batch.correct, batch.truncated, batch.scores, empty, empty, metrics=metrics
         )
-    old_logprobs = None if update_gives_old_logprobs(cfg, sampler) else logprobs_of(sampler)
+    old_logprobs = None if update_gives_old_logprobs(cfg, sampling_policy) else logprobs_of(sampling_policy)
     sampler_logprobs = None
     if cfg.rollout.correction != "none":
-        if learner is None:
-            raise ValueError("rollout.correction needs the learner's policy to score pi_old")
-        was_training = learner.training
+        if current_policy is None:
+            raise ValueError("rollout.correction needs the current policy to score pi_old")
+        was_training = current_policy.training
         sampler_logprobs = old_logprobs * mask
-        old_logprobs = logprobs_of(learner.eval())
-        learner.train(was_training)
+        old_logprobs = logprobs_of(current_policy.eval())
+        current_policy.train(was_training)
     ref_logprobs = logprobs_of(reference) if reference is not None else None
     values = (
         score_share(processes, partial(response_values, critic), batch.sequences, group) * mask

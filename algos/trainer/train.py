@@ -72,9 +72,6 @@ from algos.trainer.update import Learner, update, warmup_factor
 from eval.tasks.records import Problem, Verifier
 from eval.tasks.sources import TaskData, builtin_task, problem_list_task
 
-log = logging.getLogger(__name__)
-
-
 class NonFiniteTrainingError(RuntimeError):
     """A step skipped more of its updates for non-finite values than ``run.max_nonfinite_frac`` allows."""
 
@@ -115,7 +112,16 @@ def train(
     ``on_config_change="restart"`` it is discarded with the run's files and the run starts afresh.
     """
     # 1. Build the learner: task, processes, models and optimizers, resumed from a checkpoint in `out` if any.
-    run = _build_run(config, Path(out), problems, eval_problems, verifier, tracker, preset, on_config_change)
+    run = _build_run(
+        config,
+        Path(out),
+        problems=problems,
+        eval_problems=eval_problems,
+        verifier=verifier,
+        tracker=tracker,
+        preset=preset,
+        on_config_change=on_config_change,
+    )
 
     # 2. A fresh run first fits its critic (if any), then evaluates the initial policy: step 0.
     if run.latest is None:
@@ -140,8 +146,8 @@ class _Run:
     """What one run holds between its steps: its config and task, the learner and the models around it,
     where it writes, and the counters a checkpoint keeps.
 
-    sampler: serves π_old (the policy ``rollout.policy_staleness`` updates ago); its ``policy`` is the bare
-    policy that samples, scores and evaluates (no DDP wrapper: it takes no gradient). latest: the
+    stale_policy: serves π_old (the policy ``rollout.policy_staleness`` updates ago); its ``policy`` is the
+    bare current policy that samples, scores and evaluates (no DDP wrapper: it takes no gradient). latest: the
     newest checkpoint (None before a fresh run's first). start: the first step to train.
     """
 
@@ -153,7 +159,7 @@ class _Run:
     learner: Learner
     tokenizer: PreTrainedTokenizerBase
     chat: ChatFormat | None
-    sampler: StalePolicy
+    stale_policy: StalePolicy
     tracker: Tracker
     latest: Checkpoint | None
     start: int
@@ -167,15 +173,23 @@ class _Run:
 
     @property
     def policy(self) -> PreTrainedModel:
-        return self.sampler.policy
+        return self.stale_policy.policy
 
     @property
     def critic(self) -> PreTrainedModel | None:
         """The bare critic, or None without one."""
         return self.accelerator.unwrap_model(self.learner.critic) if self.learner.critic is not None else None
 
-    def evaluate(self, step: int) -> dict[str, float]:
-        return evaluate(self.cfg, self.policy, self.tokenizer, self.task, self.chat, step, self.processes)
+    def held_out_accuracy(self, step: int) -> dict[str, float]:
+        return held_out_accuracy(
+            self.cfg,
+            self.policy,
+            tokenizer=self.tokenizer,
+            task=self.task,
+            chat=self.chat,
+            step=step,
+            processes=self.processes,
+        )
 
     def log(self, step: int, metrics: dict[str, float], name: str = run_files.METRICS_FILE) -> None:
         """A step's metrics (a critic phase's, with ``name``) to the run's file (main process) and the tracker."""
@@ -195,7 +209,7 @@ class _Run:
                 if learner.critic_optimizer
                 else None
             ),
-            "snapshots": list(self.sampler.snapshots),
+            "snapshots": list(self.stale_policy.snapshots),
             "train_seconds": self.train_seconds,
             "samples_generated": self.samples_generated,
             "kl_coef": self.kl_coef,
@@ -216,6 +230,7 @@ class _Run:
 def _build_run(
     cfg: RLConfig,
     out: Path,
+    *,
     problems: Sequence[Problem] | None,
     eval_problems: Mapping[str, Sequence[Problem]] | None,
     verifier: Verifier | None,
@@ -233,7 +248,7 @@ def _build_run(
     resumed = _checkpoint_to_resume(out, cfg, on_config_change, accelerator)
     state = resumed.state() if resumed else {}
     learner, tokenizer, chat = _load_learner(cfg, accelerator, resumed)
-    sampler = StalePolicy(
+    stale_policy = StalePolicy(
         accelerator.unwrap_model(learner.policy), cfg.rollout.policy_staleness, state.get("snapshots")
     )
     if resumed:
@@ -266,7 +281,7 @@ def _build_run(
         learner=learner,
         tokenizer=tokenizer,
         chat=chat,
-        sampler=sampler,
+        stale_policy=stale_policy,
         tracker=tracker,
         latest=resumed,
         start=state.get("step", 0) + 1,
@@ -359,11 +374,25 @@ def _initial_evaluation(run: _Run) -> None:
     if run.learner.critic is not None:
         log_phase = functools.partial(run.log, name=run_files.CRITIC_METRICS_FILE)
         prepare_critic(
-            run.cfg, run.learner, run.accelerator, run.tokenizer, run.task, run.chat, log_phase, run.processes
+            run.cfg,
+            learner=run.learner,
+            accelerator=run.accelerator,
+            tokenizer=run.tokenizer,
+            task=run.task,
+            chat=run.chat,
+            log_phase=log_phase,
+            processes=run.processes,
         )
-        models = (run.policy, run.critic)
-        initial = critic_probe(run.cfg, models, run.tokenizer, run.task, run.chat, run.processes)
-    run.log(0, {**initial, **run.evaluate(0)})
+        initial = critic_probe(
+            run.cfg,
+            policy=run.policy,
+            critic=run.critic,
+            tokenizer=run.tokenizer,
+            task=run.task,
+            chat=run.chat,
+            processes=run.processes,
+        )
+    run.log(0, {**initial, **run.held_out_accuracy(0)})
     run.checkpoint(0)
 
 
@@ -381,20 +410,28 @@ def _train_step(run: _Run, step: int) -> dict[str, float]:
     batch = collect_rollout(
         step_cfg,
         step_seed,
-        run.sampler.current_sampler(),
-        run.tokenizer,
-        run.task,
-        run.chat,
-        learner.reference,
-        run.critic,
-        run.policy,
-        run.processes,
+        sampling_policy=run.stale_policy.sampling_policy(),
+        tokenizer=run.tokenizer,
+        task=run.task,
+        chat=run.chat,
+        reference=learner.reference,
+        critic=run.critic,
+        current_policy=run.policy,
+        processes=run.processes,
     )
     update_started = time.perf_counter()
     run.samples_generated += int(batch.metrics["rollout/samples_generated"])
     metrics = {**batch.metrics, "rollout/samples_generated_total": float(run.samples_generated)}
     metrics.update(
-        update(step_cfg, batch, learner, accelerator, step_seed, run.sampler.record_update, processes=run.processes)
+        update(
+            step_cfg,
+            batch,
+            learner,
+            accelerator,
+            step_seed=step_seed,
+            after_optimizer_step=run.stale_policy.record_update,
+            processes=run.processes,
+        )
     )
     if adaptive_kl and batch.size:
         mask = batch.sequences.response_mask.float()
@@ -413,13 +450,14 @@ def _train_step(run: _Run, step: int) -> dict[str, float]:
         }
     )
     if step == cfg.run.steps or (cfg.run.eval_every and step % cfg.run.eval_every == 0):
-        metrics.update(run.evaluate(step))
+        metrics.update(run.held_out_accuracy(step))
     return metrics
 
 
-def evaluate(
+def held_out_accuracy(
     cfg: RLConfig,
     policy: PreTrainedModel,
+    *,
     tokenizer: PreTrainedTokenizerBase,
     task: TaskData,
     chat: ChatFormat | None,
