@@ -131,11 +131,6 @@ def passk_advantage(scores: torch.Tensor, groups: Groups) -> torch.Tensor:
     return advantages
 
 
-def group_std(scores: torch.Tensor, groups: Groups) -> torch.Tensor:
-    """Unbiased std of each prompt's rewards (NaN ignored), repeated for its rows: (B,) -> (B,)."""
-    return group_stats(scores, groups).std
-
-
 def gpg_alpha(scores: torch.Tensor, groups: Groups, kind: str) -> float:
     """GPG's α = B / B_valid (B_valid >= 1). informative: responses of groups whose rewards differ;
     nonzero_reward: responses with a nonzero reward (verl). scores: (B,)."""

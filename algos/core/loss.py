@@ -39,7 +39,7 @@ class LossInputs:
     ref_logprobs: log π_ref, needed when the KL term is in the loss. entropy: per-token entropy of
     π_θ, needed for an entropy bonus or the high-entropy mask (logged when given). group_expectation:
     (B,) GEPO's Ê_q[q]. values (with gradient), old_values, returns: critic tensors, needed with a
-    critic. sampler_logprobs: log-probabilities of a stale sampler under rollout correction.
+    critic. sampler_logprobs: log-probabilities of the stale sampling policy under rollout correction.
     full_kl: exact per-token KL to π_ref (with gradient), needed for ``kl.estimator=full``.
     token_draws: the random stream of objectives that draw tokens (Clip-Cov).
     """
@@ -122,9 +122,11 @@ def loss_multipliers(cfg: RLConfig, batch: LossInputs, loss_mask: torch.Tensor) 
             raise ValueError("policy_loss.top_entropy_quantile < 1 needs per-token entropies")
         factors.append(high_entropy_mask(batch.entropy, loss_mask, pl.top_entropy_quantile))
     if pl.off_policy_mask_threshold is not None:
-        sampler = batch.sampler_logprobs if batch.sampler_logprobs is not None else batch.old_logprobs
+        sampler_logprobs = batch.sampler_logprobs if batch.sampler_logprobs is not None else batch.old_logprobs
         factors.append(
-            off_policy_sequence_mask(batch.logprobs, sampler, batch.advantages, loss_mask, pl.off_policy_mask_threshold)
+            off_policy_sequence_mask(
+                batch.logprobs, sampler_logprobs, batch.advantages, loss_mask, pl.off_policy_mask_threshold
+            )
         )
     if not factors:
         return None
@@ -135,7 +137,7 @@ def loss_multipliers(cfg: RLConfig, batch: LossInputs, loss_mask: torch.Tensor) 
 
 
 def _corrects(cfg: RLConfig, batch: LossInputs) -> bool:
-    """Whether the rollout-correction weights apply: a correction is configured and the sampler's log-probs given."""
+    """Whether the rollout-correction weights apply: a correction is configured and the sampling log-probs given."""
     return cfg.rollout.correction != "none" and batch.sampler_logprobs is not None
 
 

@@ -1,4 +1,4 @@
-"""Held-out accuracy of a policy: generate one response per problem and grade it."""
+"""Held-out accuracy of a policy: one response per problem, graded by the task's verifier."""
 
 from __future__ import annotations
 
@@ -7,57 +7,50 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from algos.engine.distributed import Processes, generate_share
-from algos.engine.models import ChatFormat, decode_responses, encode_prompts, end_token_ids
+from algos.engine.distributed import Processes
+from algos.engine.models import ChatFormat
+from algos.engine.sampling import grade, sample_batches
 from eval.tasks.records import Problem, Verifier
 
-
-@torch.no_grad()
 def responses(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     problems: Sequence[Problem],
     max_new_tokens: int,
     greedy: bool,
+    *,
     temperature: float = 1.0,
-    chat: ChatFormat | None = None,
-    batch_size: int = 128,
-    generator: torch.Generator | None = None,
     top_p: float = 1.0,
+    chat: ChatFormat | None = None,
+    generator: torch.Generator | None = None,
     processes: Processes | None = None,
+    prompts_per_batch: int = 128,
 ) -> tuple[list[str], list[int]]:
     """One response per problem, greedy or sampled at ``temperature`` and nucleus ``top_p``: its text and its
     number of generated tokens (the end token included).
 
     ``processes``: the processes of a multi-process run, which split every batch of problems and all
-    get every text (the same texts as one process's).
+    get every text (the same texts as one process's). ``prompts_per_batch``: problems generated together,
+    which sets each batch's padding widths and its draws from ``generator``.
     """
     processes = processes or Processes()
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     texts: list[str] = []
     tokens: list[int] = []
-    for start in range(0, len(problems), batch_size):
-        chunk = problems[start : start + batch_size]
-        prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat)
-        result = generate_share(
-            processes,
-            model,
-            prompt_ids.to(device),
-            prompt_mask.to(device),
-            processes.share(len(chunk)),
-            max_new_tokens=max_new_tokens,
-            eos_token_id=end_token_ids(tokenizer, model),
-            pad_token_id=tokenizer.pad_token_id,
-            temperature=temperature,
-            top_p=top_p,
-            greedy=greedy,
-            generator=generator,
-        )
-        texts += processes.gather(decode_responses(tokenizer, result.response_ids, result.lengths))
-        tokens += processes.gather(result.lengths.tolist())
-    model.train(was_training)
+    for part in sample_batches(
+        model,
+        tokenizer,
+        problems,
+        max_new_tokens,
+        prompts_per_batch=prompts_per_batch,
+        chat=chat,
+        greedy=greedy,
+        temperature=temperature,
+        top_p=top_p,
+        generator=generator,
+        processes=processes,
+    ):
+        texts += processes.gather(part.texts)
+        tokens += processes.gather(part.lengths.tolist())
     return texts, tokens
 
 
@@ -68,28 +61,28 @@ def accuracy(
     verifier: Verifier,
     max_new_tokens: int,
     greedy: bool,
+    *,
     temperature: float = 1.0,
     chat: ChatFormat | None = None,
-    batch_size: int = 128,
     generator: torch.Generator | None = None,
     processes: Processes | None = None,
+    prompts_per_batch: int = 128,
 ) -> float:
-    """Fraction of ``problems`` answered correctly: greedy decoding, or one sample at ``temperature``."""
+    """Fraction of ``problems`` answered correctly: greedy decoding, or one sample at ``temperature``.
+
+    A response the verifier cannot score (a None verdict) counts as wrong.
+    """
     texts, _ = responses(
         model,
         tokenizer,
         problems,
         max_new_tokens,
-        greedy,
-        temperature,
-        chat,
-        batch_size,
-        generator,
+        greedy=greedy,
+        temperature=temperature,
+        chat=chat,
+        generator=generator,
         processes=processes,
+        prompts_per_batch=prompts_per_batch,
     )
-    return share_correct(texts, problems, verifier)
-
-
-def share_correct(texts: Sequence[str], problems: Sequence[Problem], verifier: Verifier) -> float:
-    """Fraction of ``texts`` that ``verifier`` accepts as answers to the matching ``problems``."""
-    return sum(verifier(text, p.answer) for text, p in zip(texts, problems, strict=True)) / len(problems)
+    verdicts = grade(verifier, texts, [p.answer for p in problems])
+    return int(verdicts.correct.sum()) / len(problems)

@@ -31,8 +31,9 @@ from algos.core.ratios import group_expected_probability
 from algos.core.repetition import tandem_repeats
 from algos.core.rewards import keep_groups, outcome_scores, token_rewards
 from algos.core.value import explained_variance
-from algos.engine.distributed import Processes, generate_share, score_share
-from algos.engine.models import ChatFormat, decode_responses, encode_prompts, end_token_ids
+from algos.engine.distributed import Processes, score_share
+from algos.engine.models import ChatFormat
+from algos.engine.sampling import Responses, grade, sample
 from algos.engine.seeding import derive_seed
 from algos.engine.sequences import SequenceBatch, response_logprobs, response_values
 from eval.tasks.sources import TaskData
@@ -52,7 +53,8 @@ class RolloutBatch:
     """(B, T) log π_old; None when the update's forward pass provides it (:func:`update_gives_old_logprobs`)."""
     advantages: torch.Tensor
     sampler_logprobs: torch.Tensor | None = None
-    """(B, T) log-probabilities of the stale sampler under ``rollout.correction`` (π_old is then the learner's)."""
+    """(B, T) log-probabilities of the sampling policy under ``rollout.correction`` (π_old is then the current
+    policy's)."""
     returns: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
     ref_logprobs: torch.Tensor | None = None
@@ -98,7 +100,7 @@ def has_dropout(model: PreTrainedModel) -> bool:
     return any(isinstance(value, float) and value > 0 for key, value in settings.items() if key.endswith("dropout"))
 
 
-def update_gives_old_logprobs(cfg: RLConfig, sampler: PreTrainedModel) -> bool:
+def update_gives_old_logprobs(cfg: RLConfig, sampling_policy: PreTrainedModel) -> bool:
     """Whether log π_old equals the update's own log-probabilities, detached, so no scoring pass is needed.
 
     True when ``rollout.old_logprobs`` is auto and the batch gets exactly one optimizer step, taken by
@@ -116,7 +118,7 @@ def update_gives_old_logprobs(cfg: RLConfig, sampler: PreTrainedModel) -> bool:
         and cfg.policy_loss.ratio_level != "group_expectation"
         and not cfg.critic.enabled
         and cfg.kl.controller == "fixed"
-        and not has_dropout(sampler)
+        and not has_dropout(sampling_policy)
     )
 
 
@@ -144,50 +146,14 @@ def _concat(parts: list[_Sampled], pad_id: int) -> _Sampled:
     )
 
 
-def grade(
-    cfg: RLConfig, task: TaskData, texts: list[str], answers: list[str], lengths: torch.Tensor, truncated: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The verifier's verdicts and the outcome rewards of ``texts``: (correct (N,) bool, scores (N,)).
+def _graded(cfg: RLConfig, task: TaskData, part: Responses) -> tuple[torch.Tensor, torch.Tensor]:
+    """The verifier's verdicts and the outcome rewards of ``part``'s responses: (correct (N,) bool, scores (N,)).
 
-    A verifier that returns None cannot score that response: it counts as incorrect and its reward is
-    NaN unless another reward function scores it.
+    An unscorable response (the verifier returned None) is incorrect, and its reward is NaN unless another
+    reward function scores it.
     """
-    verdicts = [task.verifier(text, answer) for text, answer in zip(texts, answers, strict=True)]
-    device = lengths.device
-    correct = torch.tensor([bool(v) for v in verdicts], device=device)
-    scorable = torch.tensor([v is not None for v in verdicts], device=device)
-    return correct, outcome_scores(cfg, correct, lengths, truncated, scorable)
-
-
-def _budget(cfg: RLConfig, tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> dict:
-    """The generation length and special tokens every rollout generation uses."""
-    return {
-        "max_new_tokens": cfg.rollout.max_new_tokens,
-        "eos_token_id": end_token_ids(tokenizer, model),
-        "pad_token_id": tokenizer.pad_token_id,
-    }
-
-
-def _greedy_baselines(
-    cfg: RLConfig,
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    task: TaskData,
-    prompt_ids: torch.Tensor,
-    prompt_mask: torch.Tensor,
-    answers: list[str],
-    processes: Processes,
-    prompts: slice,
-) -> torch.Tensor:
-    """ReMax's baseline: the reward of one greedy response per prompt of this process's ``prompts``, (P_p,).
-
-    prompt_ids, prompt_mask: (P, T_prompt), every process's prompts; answers: this process's.
-    """
-    result = generate_share(
-        processes, model, prompt_ids, prompt_mask, prompts, greedy=True, **_budget(cfg, tokenizer, model)
-    )
-    texts = decode_responses(tokenizer, result.response_ids, result.lengths)
-    return grade(cfg, task, texts, answers, result.lengths, result.truncated)[1]
+    verdicts = grade(task.verifier, part.texts, part.answers, part.lengths.device)
+    return verdicts.correct, outcome_scores(cfg, verdicts.correct, part.lengths, part.truncated, verdicts.scorable)
 
 
 def _sample_round(
@@ -200,45 +166,31 @@ def _sample_round(
     prompts: int,
     processes: Processes,
 ) -> _Sampled:
-    """One round of ``prompts`` prompts x G responses; each process samples its share of the groups, all get all."""
+    """One round of ``prompts`` prompts x G responses; each process samples its share of the groups, all get all.
+
+    Under ReMax the round first decodes one greedy response per prompt, whose reward is the baseline of
+    the prompt's G rows.
+    """
     group = cfg.rollout.group_size
     problems = task.sample_train(prompts, seed)
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in problems], chat)
-    device = next(model.parameters()).device
-    mine = processes.share(prompts)  # this process's groups
-    rows = slice(mine.start * group, mine.stop * group)
-    my_problems = problems[mine]
+    common = {"max_new_tokens": cfg.rollout.max_new_tokens, "chat": chat, "processes": processes}
     baselines = None
     if ADVANTAGE_ESTIMATORS[cfg.advantage.estimator].facts.needs_baselines:
-        answers = [p.answer for p in my_problems]
-        greedy = _greedy_baselines(
-            cfg, model, tokenizer, task, prompt_ids.to(device), prompt_mask.to(device), answers, processes, mine
-        )
-        baselines = greedy.repeat_interleave(group)
-    prompt_ids = prompt_ids.repeat_interleave(group, dim=0).to(device)  # (P*G, T_prompt), group by group
-    prompt_mask = prompt_mask.repeat_interleave(group, dim=0).to(device)
-    generator = torch.Generator(device).manual_seed(seed)
-    result = generate_share(
-        processes,
+        greedy = sample(model, tokenizer, problems, greedy=True, **common)
+        baselines = _graded(cfg, task, greedy)[1].repeat_interleave(group)  # (P_p G,)
+    generator = torch.Generator(next(model.parameters()).device).manual_seed(seed)
+    part = sample(
         model,
-        prompt_ids,
-        prompt_mask,
-        rows,
+        tokenizer,
+        problems,
+        group_size=group,
         temperature=cfg.rollout.temperature,
         top_p=cfg.rollout.top_p,
         generator=generator,
-        **_budget(cfg, tokenizer, model),
+        **common,
     )
-    texts = decode_responses(tokenizer, result.response_ids, result.lengths)
-    answers = [p.answer for p in my_problems for _ in range(group)]
-    correct, scores = grade(cfg, task, texts, answers, result.lengths, result.truncated)
-    share = _Sampled(
-        SequenceBatch(prompt_ids[rows], prompt_mask[rows], result.response_ids, result.response_mask),
-        correct,
-        result.truncated,
-        scores,
-        baselines,
-    )
+    correct, scores = _graded(cfg, task, part)
+    share = _Sampled(part.sequences, correct, part.truncated, scores, baselines)
     return share if processes.count == 1 else _concat(processes.gather([share]), tokenizer.pad_token_id)
 
 
@@ -259,7 +211,7 @@ def round_prompts(cfg: RLConfig, kept_groups: int, sampled_groups: int) -> int:
     return min(most, math.ceil(cfg.dynamic_sampling.oversample * (wanted - kept_groups) / keep_rate))
 
 
-def sample_groups(
+def step_groups(
     cfg: RLConfig, sample_round: Callable[[int, int], _Sampled]
 ) -> tuple[list[_Sampled], list[_Sampled], int]:
     """The step's groups: the one place ``dynamic_sampling`` is read.
@@ -325,32 +277,43 @@ def rollout_metrics(sampled: _Sampled, group_size: int) -> dict[str, float]:
 def collect_rollout(
     cfg: RLConfig,
     step_seed: int,
-    sampler: PreTrainedModel,
+    sampling_policy: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     task: TaskData,
     chat: ChatFormat | None,
+    *,
     reference: PreTrainedModel | None = None,
     critic: PreTrainedModel | None = None,
-    learner: PreTrainedModel | None = None,
+    current_policy: PreTrainedModel | None = None,
     processes: Processes | None = None,
 ) -> RolloutBatch:
-    """Sample, grade and score one rollout batch with ``sampler`` as π_old.
+    """Sample, grade and score one rollout batch with ``sampling_policy`` as π_old.
 
-    Under ``rollout.correction``, π_old is instead ``learner`` (the policy about to be updated) and the
-    sampler's log-probabilities go to the correction weights. Metrics describe every response generated this step (all rounds); the batch holds the kept
-    groups only: the first P informative groups under dynamic sampling, all P groups otherwise.
-    ``processes``: the processes of a multi-process run; each returns the same global batch.
+    Under ``rollout.correction``, π_old is instead ``current_policy`` (the policy about to be updated) and
+    the sampling policy's log-probabilities go to the correction weights. Metrics describe every response
+    generated this step (all rounds); the batch holds the kept groups only: the first P informative
+    groups under dynamic sampling, all P groups otherwise. ``processes``: the processes of a
+    multi-process run; each returns the same global batch.
     """
     processes = processes or Processes()
     group, wanted = cfg.rollout.group_size, cfg.rollout.prompts_per_step
-    sampler.eval()
+    sampling_policy.eval()
     started = time.perf_counter()
 
     def sample_round(index: int, prompts: int) -> _Sampled:
         seed = derive_seed(step_seed, "round", index)
-        return _sample_round(cfg, sampler, tokenizer, task, chat, seed, prompts, processes)
+        return _sample_round(
+            cfg,
+            model=sampling_policy,
+            tokenizer=tokenizer,
+            task=task,
+            chat=chat,
+            seed=seed,
+            prompts=prompts,
+            processes=processes,
+        )
 
-    generated, kept, kept_groups = sample_groups(cfg, sample_round)
+    generated, kept, kept_groups = step_groups(cfg, sample_round)
     rounds = len(generated)
     gen_seconds = time.perf_counter() - started
     everything = _concat(generated, tokenizer.pad_token_id)
@@ -377,26 +340,36 @@ def collect_rollout(
 
     batch = _concat(kept, tokenizer.pad_token_id)
     rows = torch.arange(min(kept_groups, wanted) * group, device=batch.correct.device)
-    return _score_rollout(cfg, batch.rows(rows), sampler, reference, critic, metrics, step_seed, learner, processes)
+    return _score_rollout(
+        cfg,
+        batch.rows(rows),
+        sampling_policy=sampling_policy,
+        reference=reference,
+        critic=critic,
+        metrics=metrics,
+        step_seed=step_seed,
+        current_policy=current_policy,
+        processes=processes,
+    )
 
 
 def _score_rollout(
     cfg: RLConfig,
     batch: _Sampled,
-    sampler: PreTrainedModel,
+    *,
+    sampling_policy: PreTrainedModel,
     reference: PreTrainedModel | None,
     critic: PreTrainedModel | None,
     metrics: dict[str, float],
     step_seed: int,
-    learner: PreTrainedModel | None = None,
-    processes: Processes | None = None,
+    current_policy: PreTrainedModel | None,
+    processes: Processes,
 ) -> RolloutBatch:
     """π_old and π_ref log-probabilities, values, per-token rewards and advantages of the kept rows.
 
     The model passes are split over ``processes`` by whole groups; everything after them runs on the
     whole batch in every process.
     """
-    processes = processes or Processes()
     group = cfg.rollout.group_size
 
     def logprobs_of(model: PreTrainedModel) -> torch.Tensor:
@@ -411,15 +384,15 @@ def _score_rollout(
         return RolloutBatch(
             batch.sequences, batch.correct, batch.truncated, batch.scores, empty, empty, metrics=metrics
         )
-    old_logprobs = None if update_gives_old_logprobs(cfg, sampler) else logprobs_of(sampler)
+    old_logprobs = None if update_gives_old_logprobs(cfg, sampling_policy) else logprobs_of(sampling_policy)
     sampler_logprobs = None
     if cfg.rollout.correction != "none":
-        if learner is None:
-            raise ValueError("rollout.correction needs the learner's policy to score pi_old")
-        was_training = learner.training
+        if current_policy is None:
+            raise ValueError("rollout.correction needs the current policy to score pi_old")
+        was_training = current_policy.training
         sampler_logprobs = old_logprobs * mask
-        old_logprobs = logprobs_of(learner.eval())
-        learner.train(was_training)
+        old_logprobs = logprobs_of(current_policy.eval())
+        current_policy.train(was_training)
     ref_logprobs = logprobs_of(reference) if reference is not None else None
     values = (
         score_share(processes, partial(response_values, critic), batch.sequences, group) * mask

@@ -38,18 +38,9 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from algos.config.schema import ModelConfig
 from algos.core.repetition import tandem_repeats
 from algos.engine.accuracy import accuracy
-from algos.engine.generation import generate
-from algos.engine.models import (
-    ChatFormat,
-    ModelNotFoundError,
-    chat_format,
-    decode_responses,
-    encode_prompts,
-    end_token_ids,
-    load_policy,
-    load_tokenizer,
-)
+from algos.engine.models import ChatFormat, ModelNotFoundError, chat_format, load_policy, load_tokenizer
 from algos.engine.provenance import environment
+from algos.engine.sampling import grade, sample_batches
 from eval.tasks.config import TaskConfig
 from eval.tasks.records import Problem, Verifier
 from eval.tasks.sources import DIFFICULTY, VERIFIERS, make_task
@@ -76,7 +67,6 @@ class SampledGroups:
         return values.view(-1, self.group_size)
 
 
-@torch.no_grad()
 def sample_groups(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
@@ -90,32 +80,25 @@ def sample_groups(
     temperature: float = 1.0,
 ) -> SampledGroups:
     """Sample ``group_size`` responses to each problem at ``temperature`` within ``max_new_tokens`` and grade
-    them; ``chat``: how prompts go through the model's chat template (None: raw)."""
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    generator = torch.Generator(device).manual_seed(seed)
+    them (a response the verifier cannot score counts as wrong); ``chat``: how prompts go through the
+    model's chat template (None: raw)."""
+    generator = torch.Generator(next(model.parameters()).device).manual_seed(seed)
     parts: dict[str, list[torch.Tensor]] = defaultdict(list)
-    for start in range(0, len(problems), prompts_per_batch):
-        chunk = problems[start : start + prompts_per_batch]
-        prompt_ids, prompt_mask = encode_prompts(tokenizer, [p.prompt for p in chunk], chat)
-        result = generate(
-            model,
-            prompt_ids.repeat_interleave(group_size, dim=0).to(device),
-            prompt_mask.repeat_interleave(group_size, dim=0).to(device),
-            max_new_tokens,
-            end_token_ids(tokenizer, model),
-            tokenizer.pad_token_id,
-            temperature=temperature,
-            generator=generator,
-        )
-        texts = decode_responses(tokenizer, result.response_ids, result.lengths)
-        answers = [p.answer for p in chunk for _ in range(group_size)]
-        parts["lengths"].append(result.lengths)
-        parts["correct"].append(torch.tensor([verifier(t, a) for t, a in zip(texts, answers, strict=True)]))
-        parts["truncated"].append(result.truncated)
-        parts["repetitive"].append(tandem_repeats(result.response_ids, result.response_mask))
-    model.train(was_training)
+    for part in sample_batches(
+        model,
+        tokenizer,
+        problems,
+        max_new_tokens,
+        prompts_per_batch=prompts_per_batch,
+        group_size=group_size,
+        chat=chat,
+        temperature=temperature,
+        generator=generator,
+    ):
+        parts["lengths"].append(part.lengths)
+        parts["correct"].append(grade(verifier, part.texts, part.answers).correct)
+        parts["truncated"].append(part.truncated)
+        parts["repetitive"].append(tandem_repeats(part.sequences.response_ids, part.sequences.response_mask))
     return SampledGroups(problems, group_size, **{key: torch.cat(values).cpu() for key, values in parts.items()})
 
 

@@ -27,15 +27,12 @@ Python: ``train(load_config("dapo"), "runs/dapo")``; pass ``problems`` / ``eval_
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import functools
 import json
 import logging
-import resource
 import sys
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,13 +46,12 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from algos.config.guardrails import warn_about
 from algos.config.presets import ConfigError, config_to_dict, flatten, load_config
 from algos.config.schema import RLConfig, whole_mini_batch_mechanisms
-from algos.core.advantages import discounted_returns
 from algos.core.kl_control import adapted_coef, measured_kl, with_coef
-from algos.core.rewards import token_rewards
 from algos.engine.accuracy import accuracy
 from algos.engine.adapters import AdaptersOff
 from algos.engine.checkpoint import Checkpoint, latest_checkpoint, save_checkpoint
 from algos.engine.distributed import Processes, full_optimizer_state, load_full_optimizer_state
+from algos.engine.memory import peak_memory_mb, reset_peak_memory
 from algos.engine.models import (
     ChatFormat,
     ModelNotFoundError,
@@ -66,17 +62,15 @@ from algos.engine.models import (
 )
 from algos.engine.provenance import environment, run_tags
 from algos.engine.seeding import derive_seed
+from algos.engine.staleness import StalePolicy
 from algos.trainer import run_files
 from algos.trainer.resume import ON_CONFIG_CHANGE, OnConfigChange, checkpoint_to_resume
-from algos.trainer.reward_model import fit_reward_model
+from algos.trainer.critic import critic_probe, prepare_critic
 from algos.trainer.rollout import collect_rollout
 from algos.trainer.tracking import NullTracker, Tracker, make_tracker
 from algos.trainer.update import Learner, update, warmup_factor
 from eval.tasks.records import Problem, Verifier
 from eval.tasks.sources import TaskData, builtin_task, problem_list_task
-
-log = logging.getLogger(__name__)
-
 
 class NonFiniteTrainingError(RuntimeError):
     """A step skipped more of its updates for non-finite values than ``run.max_nonfinite_frac`` allows."""
@@ -93,6 +87,208 @@ class TrainResult:
     metrics: dict[str, float]
     checkpoint: Path
     out: Path
+
+
+def train(
+    config: RLConfig,
+    out: str | Path,
+    problems: Sequence[Problem] | None = None,
+    eval_problems: Mapping[str, Sequence[Problem]] | None = None,
+    verifier: Verifier | None = None,
+    tracker: Tracker | None = None,
+    preset: str | None = None,
+    on_evaluation: Callable[[int, Mapping[str, float]], None] | None = None,
+    on_config_change: OnConfigChange = "fail",
+) -> TrainResult:
+    """Train ``config`` into ``out`` (resuming from its checkpoint if there is one).
+
+    problems, eval_problems, verifier: your own training problems, held-out sets (split name ->
+    problems) and verifier(response, answer) -> bool; default: the built-in task. tracker:
+    overrides ``config.tracking`` (e.g. a NullTracker in tests). on_evaluation(step, metrics) is
+    called after every held-out evaluation of a training step; raising :class:`StopTraining` there
+    ends the run early (the tracker run is marked KILLED and the exception propagates).
+    A checkpoint in ``out`` left by a different config (tracking aside) raises
+    :class:`algos.trainer.resume.ConfigChangedError` naming the keys that differ; with
+    ``on_config_change="restart"`` it is discarded with the run's files and the run starts afresh.
+    """
+    # 1. Build the learner: task, processes, models and optimizers, resumed from a checkpoint in `out` if any.
+    run = _build_run(
+        config,
+        Path(out),
+        problems=problems,
+        eval_problems=eval_problems,
+        verifier=verifier,
+        tracker=tracker,
+        preset=preset,
+        on_config_change=on_config_change,
+    )
+
+    # 2. A fresh run first fits its critic (if any), then evaluates the initial policy: step 0.
+    if run.latest is None:
+        _initial_evaluation(run)
+
+    # 3. The loop: each step samples, updates, evaluates when due, logs and checkpoints.
+    with _progress(run.cfg.run.steps, run.start, run.main) as progress:
+        for step in range(run.start, run.cfg.run.steps + 1):
+            metrics = _train_step(run, step)
+            _record_step(run, step, metrics, on_evaluation)
+            progress.update(1)
+            progress.set_postfix(
+                acc=f"{metrics['rollout/accuracy']:.2f}", len=f"{metrics['rollout/response_length_mean']:.0f}"
+            )
+
+    # 4. Finish: the final and base metrics written beside the checkpoint, the tracker closed.
+    return _finish(run)
+
+
+@dataclass
+class _Run:
+    """What one run holds between its steps: its config and task, the learner and the models around it,
+    where it writes, and the counters a checkpoint keeps.
+
+    stale_policy: serves π_old (the policy ``rollout.policy_staleness`` updates ago); its ``policy`` is the
+    bare current policy that samples, scores and evaluates (no DDP wrapper: it takes no gradient). latest: the
+    newest checkpoint (None before a fresh run's first). start: the first step to train.
+    """
+
+    cfg: RLConfig
+    out: Path
+    task: TaskData
+    accelerator: Accelerator
+    processes: Processes
+    learner: Learner
+    tokenizer: PreTrainedTokenizerBase
+    chat: ChatFormat | None
+    stale_policy: StalePolicy
+    tracker: Tracker
+    latest: Checkpoint | None
+    start: int
+    kl_coef: float
+    train_seconds: float
+    samples_generated: int
+
+    @property
+    def main(self) -> bool:
+        return self.processes.is_main
+
+    @property
+    def policy(self) -> PreTrainedModel:
+        return self.stale_policy.policy
+
+    @property
+    def critic(self) -> PreTrainedModel | None:
+        """The bare critic, or None without one."""
+        return self.accelerator.unwrap_model(self.learner.critic) if self.learner.critic is not None else None
+
+    def held_out_accuracy(self, step: int) -> dict[str, float]:
+        return held_out_accuracy(
+            self.cfg,
+            self.policy,
+            tokenizer=self.tokenizer,
+            task=self.task,
+            chat=self.chat,
+            step=step,
+            processes=self.processes,
+        )
+
+    def log(self, step: int, metrics: dict[str, float], name: str = run_files.METRICS_FILE) -> None:
+        """A step's metrics (a critic phase's, with ``name``) to the run's file (main process) and the tracker."""
+        if self.main:
+            run_files.append_metrics(self.out, step, metrics, name)
+        self.tracker.log_metrics(metrics, step)
+
+    def checkpoint(self, step: int) -> Checkpoint:
+        """Save the run after ``step``. Every process takes part in gathering the state (FSDP holds shards); the
+        main process writes it."""
+        accelerator, learner = self.accelerator, self.learner
+        state = {
+            "step": step,
+            "optimizer": full_optimizer_state(accelerator, learner.policy, learner.optimizer),
+            "critic_optimizer": (
+                full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer)
+                if learner.critic_optimizer
+                else None
+            ),
+            "snapshots": list(self.stale_policy.snapshots),
+            "train_seconds": self.train_seconds,
+            "samples_generated": self.samples_generated,
+            "kl_coef": self.kl_coef,
+            "tracker_run_id": self.tracker.run_id,
+        }
+        weights = None
+        if accelerator.is_fsdp2:
+            critic_weights = accelerator.get_state_dict(learner.critic) if learner.critic is not None else None
+            weights = (accelerator.get_state_dict(learner.policy), critic_weights)
+        saved = (
+            save_checkpoint(self.out, self.policy, self.tokenizer, self.critic, state, weights) if self.main else None
+        )
+        accelerator.wait_for_everyone()
+        self.latest = saved or latest_checkpoint(self.out)
+        return self.latest
+
+
+def _build_run(
+    cfg: RLConfig,
+    out: Path,
+    *,
+    problems: Sequence[Problem] | None,
+    eval_problems: Mapping[str, Sequence[Problem]] | None,
+    verifier: Verifier | None,
+    tracker: Tracker | None,
+    preset: str | None,
+    on_config_change: OnConfigChange,
+) -> _Run:
+    """The run's task, processes and learner, from the checkpoint in ``out`` if there is one; its records opened."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output directory {out} is a file; pass a directory (new or holding a run) as --out")
+    task = _task_data(cfg, problems, eval_problems, verifier)
+    warnings = warn_about(cfg, task.longest_response_tokens)
+    accelerator = _accelerator(cfg)
+    processes = Processes(accelerator)
+    resumed = _checkpoint_to_resume(out, cfg, on_config_change, accelerator)
+    state = resumed.state() if resumed else {}
+    learner, tokenizer, chat = _load_learner(cfg, accelerator, resumed)
+    stale_policy = StalePolicy(
+        accelerator.unwrap_model(learner.policy), cfg.rollout.policy_staleness, state.get("snapshots")
+    )
+    if resumed:
+        load_full_optimizer_state(accelerator, learner.policy, learner.optimizer, state["optimizer"])
+        if learner.critic_optimizer is not None:
+            load_full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer, state["critic_optimizer"])
+        if processes.is_main:
+            run_files.truncate_metrics(out, state["step"])
+    if processes.is_main:
+        out.mkdir(parents=True, exist_ok=True)  # only once the models load, so a bad model path leaves nothing behind
+    tags = {**run_tags(cfg, preset, accelerator.device), "processes": str(processes.count)}
+    if not processes.is_main:
+        tracker = NullTracker()
+    elif tracker is None:
+        tracker = make_tracker(cfg.tracking, cfg.tracking.run_name or out.name, tags, state.get("tracker_run_id"))
+    if not resumed and processes.is_main:
+        run_files.write_config(out, config_to_dict(cfg))
+        run_files.write_json(
+            out / run_files.RUN_FILE,
+            {**tags, "warnings": warnings, "tracker_run_id": tracker.run_id, "environment": environment()},
+        )
+        tracker.log_params(flatten(config_to_dict(cfg)))
+        tracker.log_artifact(out / run_files.CONFIG_FILE)
+    return _Run(
+        cfg=cfg,
+        out=out,
+        task=task,
+        accelerator=accelerator,
+        processes=processes,
+        learner=learner,
+        tokenizer=tokenizer,
+        chat=chat,
+        stale_policy=stale_policy,
+        tracker=tracker,
+        latest=resumed,
+        start=state.get("step", 0) + 1,
+        kl_coef=state.get("kl_coef", cfg.kl.coef),
+        train_seconds=state.get("train_seconds", 0.0),
+        samples_generated=state.get("samples_generated", 0),
+    )
 
 
 def _task_data(
@@ -129,336 +325,20 @@ def _accelerator(cfg: RLConfig) -> Accelerator:
     return accelerator
 
 
-_CLEAR_REFS = Path("/proc/self/clear_refs")
-_STATUS = Path("/proc/self/status")
+def _checkpoint_to_resume(
+    out: Path, cfg: RLConfig, on_config_change: OnConfigChange, accelerator: Accelerator
+) -> Checkpoint | None:
+    """:func:`checkpoint_to_resume`, decided by the main process first (it may discard the run), then by the others.
 
-
-def reset_peak_memory(device: torch.device) -> None:
-    """Start measuring this process's peak memory afresh (CUDA: allocated; Linux CPU: resident set)."""
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    elif _CLEAR_REFS.exists():
-        _CLEAR_REFS.write_text("5")  # resets the resident-set high-water mark VmHWM
-
-
-def peak_memory_mb(device: torch.device) -> float:
-    """Peak memory since :func:`reset_peak_memory`, in MiB; on CPUs without that reset, the process's lifetime peak."""
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**20
-    if _CLEAR_REFS.exists() and _STATUS.exists():
-        for line in _STATUS.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024  # kB
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-
-
-def evaluate(
-    cfg: RLConfig,
-    policy: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    task: TaskData,
-    chat: ChatFormat | None,
-    step: int,
-    processes: Processes | None = None,
-) -> dict[str, float]:
-    """Held-out accuracy per evaluation split and mode (greedy, one sample at T = 1); the final sets at the last step.
-
-    ``processes`` split the problems of a multi-process run; every process returns the same accuracies.
+    A config mismatch that fails the main process fails the others the same way, after it.
     """
-    device = next(policy.parameters()).device
-    metrics = {}
-    for split, problems in task.held_out(final=step == cfg.run.steps).items():
-        if not problems:
-            continue
-        common = {"max_new_tokens": cfg.rollout.max_new_tokens, "chat": chat, "processes": processes}
-        if "greedy" in cfg.run.eval_modes:
-            metrics[f"eval/{split}/accuracy_greedy"] = accuracy(
-                policy, tokenizer, problems, task.verifier, greedy=True, **common
-            )
-        if "t1" in cfg.run.eval_modes:
-            generator = torch.Generator(device).manual_seed(derive_seed(cfg.seed, "eval", step, split))
-            metrics[f"eval/{split}/accuracy_t1"] = accuracy(
-                policy, tokenizer, problems, task.verifier, greedy=False, temperature=1.0, generator=generator, **common
-            )
-    return metrics
-
-
-class _StalePolicy:
-    """Serves the policy as it was ``k`` optimizer updates ago (GEPO's heterogeneous setting).
-
-    Keeps the last k + 1 weight snapshots; the oldest is the sampling policy. With k = 0 the
-    current policy samples and nothing is copied.
-    """
-
-    def __init__(self, policy: PreTrainedModel, staleness: int, snapshots: list | None = None):
-        self.policy, self.staleness = policy, staleness
-        self.sampler = copy.deepcopy(policy) if staleness else policy
-        self.snapshots: deque = deque(snapshots or [self._snapshot()], maxlen=staleness + 1) if staleness else deque()
-
-    def _snapshot(self) -> dict[str, torch.Tensor]:
-        return {name: tensor.detach().clone() for name, tensor in self.policy.state_dict().items()}
-
-    def record_update(self) -> None:
-        if self.staleness:
-            self.snapshots.append(self._snapshot())
-
-    def current_sampler(self) -> PreTrainedModel:
-        if self.staleness:
-            self.sampler.load_state_dict(self.snapshots[0])
-        return self.sampler
-
-
-def _prepare_critic(
-    cfg: RLConfig,
-    learner: Learner,
-    accelerator: Accelerator,
-    tokenizer: PreTrainedTokenizerBase,
-    task: TaskData,
-    chat: ChatFormat | None,
-    log_phase: Callable[[int, dict[str, float]], None],
-    processes: Processes,
-) -> None:
-    """The critic before RL: fitted as a reward model (``critic.init=reward_model``), then value-pretrained.
-
-    Both phases learn from rollouts of the initial policy. Value pretraining (VAPO) makes
-    critic-only updates towards Monte-Carlo returns. Every phase step's metrics go to ``log_phase``:
-    ``reward_model/…`` and ``value_pretraining/…`` (the critic before that step's update, and its loss).
-    """
-    policy, critic = accelerator.unwrap_model(learner.policy), accelerator.unwrap_model(learner.critic)
-    if cfg.critic.init == "reward_model":
-        for index in range(cfg.critic.reward_model_steps):
-            seed = derive_seed(cfg.seed, "reward-model", index)
-            batch = collect_rollout(cfg, seed, policy, tokenizer, task, chat, critic=critic, processes=processes)
-            if batch.size:  # every process fits the whole batch: the same gradient, averaged
-                log_phase(index, fit_reward_model(cfg, learner.critic, learner.critic_optimizer, accelerator, batch))
-    for index in range(cfg.critic.pretrain_steps):
-        seed = derive_seed(cfg.seed, "pretrain", index)
-        batch = collect_rollout(cfg, seed, policy, tokenizer, task, chat, critic=critic, processes=processes)
-        if batch.size == 0:
-            continue
-        mask = batch.sequences.response_mask.float()
-        rewards = token_rewards(cfg, batch.scores, mask, batch.old_logprobs, batch.ref_logprobs)
-        targets = discounted_returns(rewards, mask, cfg.advantage.gamma)
-        metrics = {
-            **batch.metrics,
-            **update(
-                cfg,
-                dataclasses.replace(batch, returns=targets),
-                learner,
-                accelerator,
-                seed,
-                critic_only=True,
-                processes=processes,
-            ),
-        }
-        log_phase(
-            index,
-            {
-                key.replace("critic/", "value_pretraining/"): v
-                for key, v in metrics.items()
-                if key.startswith("critic/")
-            },
-        )
-
-
-def _critic_probe(
-    cfg: RLConfig,
-    models: tuple[PreTrainedModel, PreTrainedModel],
-    tokenizer: PreTrainedTokenizerBase,
-    task: TaskData,
-    chat: ChatFormat | None,
-    processes: Processes,
-) -> dict[str, float]:
-    """The critic RL starts from (``models``: policy, critic), measured on a fresh rollout of the initial policy."""
-    policy, critic = models
-    batch = collect_rollout(
-        cfg, derive_seed(cfg.seed, "critic-probe"), policy, tokenizer, task, chat, critic=critic, processes=processes
-    )
-    return {key: value for key, value in batch.metrics.items() if key.startswith("critic/")}
-
-
-@dataclass
-class _Run:
-    """What one run holds between its steps: its config and task, the learner and the models around it,
-    where it writes, and the counters a checkpoint keeps.
-
-    sampler: serves π_old (the policy ``rollout.policy_staleness`` updates ago); its ``policy`` is the bare
-    policy that samples, scores and evaluates (no DDP wrapper: it takes no gradient). latest: the
-    newest checkpoint (None before a fresh run's first). start: the first step to train.
-    """
-
-    cfg: RLConfig
-    out: Path
-    task: TaskData
-    accelerator: Accelerator
-    processes: Processes
-    learner: Learner
-    tokenizer: PreTrainedTokenizerBase
-    chat: ChatFormat | None
-    sampler: _StalePolicy
-    tracker: Tracker
-    latest: Checkpoint | None
-    start: int
-    kl_coef: float
-    train_seconds: float
-    samples_generated: int
-
-    @property
-    def main(self) -> bool:
-        return self.processes.is_main
-
-    @property
-    def policy(self) -> PreTrainedModel:
-        return self.sampler.policy
-
-    @property
-    def critic(self) -> PreTrainedModel | None:
-        """The bare critic, or None without one."""
-        return self.accelerator.unwrap_model(self.learner.critic) if self.learner.critic is not None else None
-
-    def evaluate(self, step: int) -> dict[str, float]:
-        return evaluate(self.cfg, self.policy, self.tokenizer, self.task, self.chat, step, self.processes)
-
-    def log(self, step: int, metrics: dict[str, float], name: str = run_files.METRICS_FILE) -> None:
-        """A step's metrics (a critic phase's, with ``name``) to the run's file (main process) and the tracker."""
-        if self.main:
-            run_files.append_metrics(self.out, step, metrics, name)
-        self.tracker.log_metrics(metrics, step)
-
-    def checkpoint(self, step: int) -> Checkpoint:
-        """Save the run after ``step``. Every process takes part in gathering the state (FSDP holds shards); the
-        main process writes it."""
-        accelerator, learner = self.accelerator, self.learner
-        state = {
-            "step": step,
-            "optimizer": full_optimizer_state(accelerator, learner.policy, learner.optimizer),
-            "critic_optimizer": (
-                full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer)
-                if learner.critic_optimizer
-                else None
-            ),
-            "snapshots": list(self.sampler.snapshots),
-            "train_seconds": self.train_seconds,
-            "samples_generated": self.samples_generated,
-            "kl_coef": self.kl_coef,
-            "tracker_run_id": self.tracker.run_id,
-        }
-        weights = None
-        if accelerator.is_fsdp2:
-            critic_weights = accelerator.get_state_dict(learner.critic) if learner.critic is not None else None
-            weights = (accelerator.get_state_dict(learner.policy), critic_weights)
-        saved = (
-            save_checkpoint(self.out, self.policy, self.tokenizer, self.critic, state, weights) if self.main else None
-        )
-        accelerator.wait_for_everyone()
-        self.latest = saved or latest_checkpoint(self.out)
-        return self.latest
-
-
-def train(
-    config: RLConfig,
-    out: str | Path,
-    problems: Sequence[Problem] | None = None,
-    eval_problems: Mapping[str, Sequence[Problem]] | None = None,
-    verifier: Verifier | None = None,
-    tracker: Tracker | None = None,
-    preset: str | None = None,
-    on_evaluation: Callable[[int, Mapping[str, float]], None] | None = None,
-    on_config_change: OnConfigChange = "fail",
-) -> TrainResult:
-    """Train ``config`` into ``out`` (resuming from its checkpoint if there is one).
-
-    problems, eval_problems, verifier: your own training problems, held-out sets (split name ->
-    problems) and verifier(response, answer) -> bool; default: the built-in task. tracker:
-    overrides ``config.tracking`` (e.g. a NullTracker in tests). on_evaluation(step, metrics) is
-    called after every held-out evaluation of a training step; raising :class:`StopTraining` there
-    ends the run early (the tracker run is marked KILLED and the exception propagates).
-    A checkpoint in ``out`` left by a different config (tracking aside) raises
-    :class:`algos.trainer.resume.ConfigChangedError` naming the keys that differ; with
-    ``on_config_change="restart"`` it is discarded with the run's files and the run starts afresh.
-    """
-    # 1. Build the learner: task, processes, models and optimizers, resumed from a checkpoint in `out` if any.
-    run = _build_run(config, Path(out), problems, eval_problems, verifier, tracker, preset, on_config_change)
-
-    # 2. A fresh run first fits its critic (if any), then evaluates the initial policy: step 0.
-    if run.latest is None:
-        _initial_evaluation(run)
-
-    # 3. The loop: each step samples, updates, evaluates when due, logs and checkpoints.
-    with _progress(run.cfg.run.steps, run.start, run.main) as progress:
-        for step in range(run.start, run.cfg.run.steps + 1):
-            metrics = _train_step(run, step)
-            _record_step(run, step, metrics, on_evaluation)
-            progress.update(1)
-            progress.set_postfix(
-                acc=f"{metrics['rollout/accuracy']:.2f}", len=f"{metrics['rollout/response_length_mean']:.0f}"
-            )
-
-    # 4. Finish: the final and base metrics written beside the checkpoint, the tracker closed.
-    return _finish(run)
-
-
-def _build_run(
-    cfg: RLConfig,
-    out: Path,
-    problems: Sequence[Problem] | None,
-    eval_problems: Mapping[str, Sequence[Problem]] | None,
-    verifier: Verifier | None,
-    tracker: Tracker | None,
-    preset: str | None,
-    on_config_change: OnConfigChange,
-) -> _Run:
-    """The run's task, processes and learner, from the checkpoint in ``out`` if there is one; its records opened."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"output directory {out} is a file; pass a directory (new or holding a run) as --out")
-    task = _task_data(cfg, problems, eval_problems, verifier)
-    warnings = warn_about(cfg, task.longest_response_tokens)
-    accelerator = _accelerator(cfg)
-    processes = Processes(accelerator)
-    resumed = _checkpoint_to_resume(out, cfg, on_config_change, accelerator)
-    state = resumed.state() if resumed else {}
-    learner, tokenizer, chat = _load_learner(cfg, accelerator, resumed)
-    sampler = _StalePolicy(
-        accelerator.unwrap_model(learner.policy), cfg.rollout.policy_staleness, state.get("snapshots")
-    )
-    if resumed:
-        load_full_optimizer_state(accelerator, learner.policy, learner.optimizer, state["optimizer"])
-        if learner.critic_optimizer is not None:
-            load_full_optimizer_state(accelerator, learner.critic, learner.critic_optimizer, state["critic_optimizer"])
-        if processes.is_main:
-            run_files.truncate_metrics(out, state["step"])
-    if processes.is_main:
-        out.mkdir(parents=True, exist_ok=True)  # only once the models load, so a bad model path leaves nothing behind
-    tags = {**run_tags(cfg, preset, accelerator.device), "processes": str(processes.count)}
-    if not processes.is_main:
-        tracker = NullTracker()
-    elif tracker is None:
-        tracker = make_tracker(cfg.tracking, cfg.tracking.run_name or out.name, tags, state.get("tracker_run_id"))
-    if not resumed and processes.is_main:
-        run_files.write_config(out, config_to_dict(cfg))
-        run_files.write_json(
-            out / run_files.RUN_FILE,
-            {**tags, "warnings": warnings, "tracker_run_id": tracker.run_id, "environment": environment()},
-        )
-        tracker.log_params(flatten(config_to_dict(cfg)))
-        tracker.log_artifact(out / run_files.CONFIG_FILE)
-    return _Run(
-        cfg=cfg,
-        out=out,
-        task=task,
-        accelerator=accelerator,
-        processes=processes,
-        learner=learner,
-        tokenizer=tokenizer,
-        chat=chat,
-        sampler=sampler,
-        tracker=tracker,
-        latest=resumed,
-        start=state.get("step", 0) + 1,
-        kl_coef=state.get("kl_coef", cfg.kl.coef),
-        train_seconds=state.get("train_seconds", 0.0),
-        samples_generated=state.get("samples_generated", 0),
-    )
+    if accelerator.is_main_process:
+        try:
+            return checkpoint_to_resume(out, cfg, on_config_change)
+        finally:
+            accelerator.wait_for_everyone()
+    accelerator.wait_for_everyone()
+    return checkpoint_to_resume(out, cfg, on_config_change)
 
 
 def _load_learner(
@@ -493,12 +373,26 @@ def _initial_evaluation(run: _Run) -> None:
     initial = {}
     if run.learner.critic is not None:
         log_phase = functools.partial(run.log, name=run_files.CRITIC_METRICS_FILE)
-        _prepare_critic(
-            run.cfg, run.learner, run.accelerator, run.tokenizer, run.task, run.chat, log_phase, run.processes
+        prepare_critic(
+            run.cfg,
+            learner=run.learner,
+            accelerator=run.accelerator,
+            tokenizer=run.tokenizer,
+            task=run.task,
+            chat=run.chat,
+            log_phase=log_phase,
+            processes=run.processes,
         )
-        models = (run.policy, run.critic)
-        initial = _critic_probe(run.cfg, models, run.tokenizer, run.task, run.chat, run.processes)
-    run.log(0, {**initial, **run.evaluate(0)})
+        initial = critic_probe(
+            run.cfg,
+            policy=run.policy,
+            critic=run.critic,
+            tokenizer=run.tokenizer,
+            task=run.task,
+            chat=run.chat,
+            processes=run.processes,
+        )
+    run.log(0, {**initial, **run.held_out_accuracy(0)})
     run.checkpoint(0)
 
 
@@ -516,20 +410,28 @@ def _train_step(run: _Run, step: int) -> dict[str, float]:
     batch = collect_rollout(
         step_cfg,
         step_seed,
-        run.sampler.current_sampler(),
-        run.tokenizer,
-        run.task,
-        run.chat,
-        learner.reference,
-        run.critic,
-        run.policy,
-        run.processes,
+        sampling_policy=run.stale_policy.sampling_policy(),
+        tokenizer=run.tokenizer,
+        task=run.task,
+        chat=run.chat,
+        reference=learner.reference,
+        critic=run.critic,
+        current_policy=run.policy,
+        processes=run.processes,
     )
     update_started = time.perf_counter()
     run.samples_generated += int(batch.metrics["rollout/samples_generated"])
     metrics = {**batch.metrics, "rollout/samples_generated_total": float(run.samples_generated)}
     metrics.update(
-        update(step_cfg, batch, learner, accelerator, step_seed, run.sampler.record_update, processes=run.processes)
+        update(
+            step_cfg,
+            batch,
+            learner,
+            accelerator,
+            step_seed=step_seed,
+            after_optimizer_step=run.stale_policy.record_update,
+            processes=run.processes,
+        )
     )
     if adaptive_kl and batch.size:
         mask = batch.sequences.response_mask.float()
@@ -548,7 +450,39 @@ def _train_step(run: _Run, step: int) -> dict[str, float]:
         }
     )
     if step == cfg.run.steps or (cfg.run.eval_every and step % cfg.run.eval_every == 0):
-        metrics.update(run.evaluate(step))
+        metrics.update(run.held_out_accuracy(step))
+    return metrics
+
+
+def held_out_accuracy(
+    cfg: RLConfig,
+    policy: PreTrainedModel,
+    *,
+    tokenizer: PreTrainedTokenizerBase,
+    task: TaskData,
+    chat: ChatFormat | None,
+    step: int,
+    processes: Processes | None = None,
+) -> dict[str, float]:
+    """Held-out accuracy per evaluation split and mode (greedy, one sample at T = 1); the final sets at the last step.
+
+    ``processes`` split the problems of a multi-process run; every process returns the same accuracies.
+    """
+    device = next(policy.parameters()).device
+    metrics = {}
+    for split, problems in task.held_out(final=step == cfg.run.steps).items():
+        if not problems:
+            continue
+        common = {"max_new_tokens": cfg.rollout.max_new_tokens, "chat": chat, "processes": processes}
+        if "greedy" in cfg.run.eval_modes:
+            metrics[f"eval/{split}/accuracy_greedy"] = accuracy(
+                policy, tokenizer, problems, task.verifier, greedy=True, **common
+            )
+        if "t1" in cfg.run.eval_modes:
+            generator = torch.Generator(device).manual_seed(derive_seed(cfg.seed, "eval", step, split))
+            metrics[f"eval/{split}/accuracy_t1"] = accuracy(
+                policy, tokenizer, problems, task.verifier, greedy=False, temperature=1.0, generator=generator, **common
+            )
     return metrics
 
 
@@ -589,26 +523,6 @@ def _finish(run: _Run) -> TrainResult:
     return TrainResult(metrics=final, checkpoint=run.latest.policy, out=run.out)
 
 
-def _checkpoint_to_resume(
-    out: Path, cfg: RLConfig, on_config_change: OnConfigChange, accelerator: Accelerator
-) -> Checkpoint | None:
-    """:func:`checkpoint_to_resume`, decided by the main process first (it may discard the run), then by the others.
-
-    A config mismatch that fails the main process fails the others the same way, after it.
-    """
-    if accelerator.is_main_process:
-        try:
-            return checkpoint_to_resume(out, cfg, on_config_change)
-        finally:
-            accelerator.wait_for_everyone()
-    accelerator.wait_for_everyone()
-    return checkpoint_to_resume(out, cfg, on_config_change)
-
-
-def _progress(total: int, start: int, shown: bool) -> tqdm:
-    return tqdm(total=total, initial=start - 1, desc="RL steps", unit="step", disable=not shown)
-
-
 def _final_metrics(out: Path, latest: Checkpoint) -> dict:
     """Final and base (step 0) evaluation, the run's mean throughput and its checkpoint path."""
     rows = run_files.read_metrics(out)
@@ -627,6 +541,10 @@ def _final_metrics(out: Path, latest: Checkpoint) -> dict:
         for key in ("perf/gen_tokens_per_s", "perf/train_tokens_per_s"):
             summary[key] = sum(row[key] for row in training) / len(training)
     return summary
+
+
+def _progress(total: int, start: int, shown: bool) -> tqdm:
+    return tqdm(total=total, initial=start - 1, desc="RL steps", unit="step", disable=not shown)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -110,7 +110,7 @@ def _grad_norm(parameters: list[torch.nn.Parameter], max_norm: float | None, acc
 
 
 def _optimizer_step(
-    cfg: RLConfig, learner: Learner, accelerator: Accelerator, finite_loss: bool, critic_only: bool
+    cfg: RLConfig, learner: Learner, accelerator: Accelerator, *, finite_loss: bool, critic_only: bool
 ) -> dict[str, float]:
     metrics = {}
     pairs = [] if critic_only else [("actor", learner.policy, learner.optimizer)]
@@ -137,6 +137,7 @@ def _loss_inputs(
     batch: RolloutBatch,
     rows: torch.Tensor,
     learner: Learner,
+    *,
     critic_only: bool,
     share_prompts: bool,
     token_draws: torch.Generator | None = None,
@@ -212,6 +213,7 @@ def update(
     learner: Learner,
     accelerator: Accelerator,
     step_seed: int,
+    *,
     after_optimizer_step: Callable[[], None] = lambda: None,
     critic_only: bool = False,
     processes: Processes | None = None,
@@ -248,7 +250,15 @@ def update(
                 real = index < len(micro)
                 part = micro[index] if real else rows[:1]  # a pass of no weight keeps the processes in step
                 with _gradient_sync(accelerator, learner, last=index == passes - 1), accelerator.autocast():
-                    inputs = _loss_inputs(cfg, batch, part, learner, critic_only, share_prompts, token_draws)
+                    inputs = _loss_inputs(
+                        cfg,
+                        batch,
+                        part,
+                        learner,
+                        critic_only=critic_only,
+                        share_prompts=share_prompts,
+                        token_draws=token_draws,
+                    )
                     output = compose_loss(cfg, inputs, denominators)
                     loss = output.total if not critic_only else output.value
                     finite = finite and (not real or bool(torch.isfinite(loss)))
@@ -260,7 +270,11 @@ def update(
                     for key, values in output.token_values.items():
                         token_values[key].append(values)
             metrics = _merge_micro(processes.gather(micro_metrics))
-            metrics.update(_optimizer_step(cfg, learner, accelerator, processes.all_true(finite), critic_only))
+            metrics.update(
+                _optimizer_step(
+                    cfg, learner, accelerator, finite_loss=processes.all_true(finite), critic_only=critic_only
+                )
+            )
             updates.append(metrics)
             if not critic_only:
                 after_optimizer_step()

@@ -55,7 +55,7 @@ def scripted(monkeypatch):
     def install(informative):
         rounds = ScriptedRounds(informative)
         monkeypatch.setattr(rollout, "_sample_round", rounds)
-        monkeypatch.setattr(rollout, "_score_rollout", lambda cfg, batch, *args: (batch, args[3]))
+        monkeypatch.setattr(rollout, "_score_rollout", lambda cfg, batch, **scoring: (batch, scoring["metrics"]))
         return rounds
 
     return install
