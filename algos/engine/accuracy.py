@@ -12,6 +12,7 @@ from algos.engine.models import ChatFormat
 from algos.engine.sampling import grade, sample_batches
 from eval.tasks.records import Problem, Verifier
 
+
 def responses(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,

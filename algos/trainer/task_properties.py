@@ -144,31 +144,6 @@ def task_properties(samples: SampledGroups, difficulty: str) -> dict[str, float 
     }
 
 
-TARGETS: dict[str, tuple[float | None, float | None, str]] = {
-    "correct_length_std_median": (3.0, None, "free length: median within-group length std of correct responses"),
-    "repetitive_frac": (0.03, 0.10, "a long wrong failure mode: share of looping responses"),
-    "repetitive_wrong_or_truncated_frac": (0.5, None, "loops mostly end wrong or cut off"),
-    "zero_variance_groups_frac": (0.30, 0.50, "difficulty spread: share of all-right or all-wrong groups"),
-    "hard_band_problems_frac": (
-        0.05,
-        None,
-        "a hard band: share of problems at difficulty levels solved 5-15 % of the time",
-    ),
-    "truncated_on_solvable_frac": (0.05, 0.15, "truncation on solvable problems: share of samples"),
-    "longest_correct_tokens": (80.0, None, "long responses: the longest correct response (tokens)"),
-    "gae_lambda_power_longest_correct": (None, 0.02, "0.95^l over the longest correct response"),
-    "accuracy_t1": (0.20, 0.50, "room to improve: accuracy at T = 1"),
-}
-"""What the built-in default task aims for at its base model (bounds inclusive, None: open), so that every
-component has something to act on; the base recipe was tuned on these quantities alone."""
-
-
-def within_target(key: str, value: float) -> bool:
-    """Whether a measured property lies within its :data:`TARGETS` bounds."""
-    low, high, _ = TARGETS[key]
-    return (low is None or value >= low) and (high is None or value <= high)
-
-
 def measure(
     model_cfg: ModelConfig,
     task_cfg: TaskConfig,

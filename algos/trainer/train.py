@@ -72,6 +72,7 @@ from algos.trainer.update import Learner, update, warmup_factor
 from eval.tasks.records import Problem, Verifier
 from eval.tasks.sources import TaskData, builtin_task, problem_list_task
 
+
 class NonFiniteTrainingError(RuntimeError):
     """A step skipped more of its updates for non-finite values than ``run.max_nonfinite_frac`` allows."""
 
