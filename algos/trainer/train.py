@@ -64,8 +64,8 @@ from algos.engine.provenance import environment, run_tags
 from algos.engine.seeding import derive_seed
 from algos.engine.staleness import StalePolicy
 from algos.trainer import run_files
-from algos.trainer.resume import ON_CONFIG_CHANGE, OnConfigChange, checkpoint_to_resume
 from algos.trainer.critic import critic_probe, prepare_critic
+from algos.trainer.resume import ON_CONFIG_CHANGE, OnConfigChange, checkpoint_to_resume
 from algos.trainer.rollout import collect_rollout
 from algos.trainer.tracking import NullTracker, Tracker, make_tracker
 from algos.trainer.update import Learner, update, warmup_factor
