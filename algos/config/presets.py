@@ -31,8 +31,8 @@ from typing import Any
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from algos.config.guardrails import warn_about
 from algos.config.registry import FAMILIES
+from algos.config.rules import warn_about
 from algos.config.schema import RLConfig, field_docs
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from algos.config.registry import (
     ObjectiveFacts,
     Registry,
 )
-from algos.config.schema import group_estimators, per_sequence_estimators
+from algos.config.rules import group_estimators, per_sequence_estimators
 from algos.core.loss import LossInputs, compose_loss, mini_batch_denominators
 
 

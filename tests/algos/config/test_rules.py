@@ -1,12 +1,12 @@
 import logging
 
-from algos.config.guardrails import warn_about
 from algos.config.presets import load_config
+from algos.config.rules import warn_about
 
 
 def fired(cfg, caplog, **kwargs):
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="algos.config.guardrails"):
+    with caplog.at_level(logging.WARNING, logger="algos.config.rules"):
         messages = warn_about(cfg, **kwargs)
     assert [r.getMessage() for r in caplog.records] == messages
     return " ".join(messages)
