@@ -1,15 +1,19 @@
 """The rules a config keeps across its fields, and warnings for configs that are valid but almost certainly
 not what the user meant.
 
-:func:`invariant_violations` lists every broken cross-field invariant, each phrased as how to fix it;
-:class:`~algos.config.schema.RLConfig` refuses to be built while one is broken. Each warning check
-returns a message; :func:`warn_about` logs every message on this module's logger and returns them,
-so callers (trainer, tests) can see exactly what fired.
+Invariants: each check (``*_violations``) covers one concern (the critic, std scaling, groups, the
+objective, the rollout correction, KL, batching, the reward, ...) and yields a message for every
+invariant of it that a config breaks, phrased as how to fix the config; :func:`invariant_violations`
+runs them all, and :class:`~algos.config.schema.RLConfig` refuses to be built while one is broken.
+
+Warnings: each check returns a message or None; :func:`warn_about` logs every message on this
+module's logger and returns them, so callers (trainer, tests) can see exactly what fired.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from algos.config.registry import ADVANTAGE_ESTIMATORS, KL_ESTIMATORS, OBJECTIVES, STD_SCALINGS
@@ -31,112 +35,6 @@ def per_sequence_estimators() -> tuple[str, ...]:
     return ADVANTAGE_ESTIMATORS.having(lambda facts: facts.per_sequence)
 
 
-def invariant_violations(cfg: RLConfig) -> list[str]:
-    """Every broken cross-field invariant of ``cfg``, each phrased as how to fix it."""
-    adv, loss, rollout = cfg.advantage, cfg.policy_loss, cfg.rollout
-    problems: list[str] = []
-    estimator, scaling = ADVANTAGE_ESTIMATORS[adv.estimator].facts, STD_SCALINGS[adv.std_scaling].facts
-    groups, per_sequence = group_estimators(), per_sequence_estimators()
-    critic_estimators = ADVANTAGE_ESTIMATORS.having(lambda facts: facts.needs_critic)
-    if estimator.needs_critic and not cfg.critic.enabled:
-        problems.append(f"advantage.estimator={adv.estimator} needs a value model: set critic.enabled=true")
-    if cfg.critic.enabled and not estimator.needs_critic:
-        problems.append(
-            f"critic.enabled=true is only used by advantage.estimator {', '.join(critic_estimators)} (got "
-            f"{adv.estimator}): set critic.enabled=false or advantage.estimator to one of them"
-        )
-    if cfg.critic.pretrain_steps and not cfg.critic.enabled:
-        problems.append("critic.pretrain_steps > 0 needs critic.enabled=true")
-    if cfg.critic.init == "reward_model" and not (cfg.critic.enabled and cfg.critic.reward_model_steps):
-        problems.append("critic.init=reward_model needs critic.enabled=true and critic.reward_model_steps > 0")
-    if scaling.needs == "group" and estimator.kind != "group":
-        usable = STD_SCALINGS.having(
-            lambda facts: facts.needs != "group" and (facts.needs is None or estimator.per_sequence)
-        )
-        problems.append(
-            f"advantage.std_scaling={adv.std_scaling} scales each group's rewards, for group estimators "
-            f"{groups}; with estimator={adv.estimator} use one of {usable}"
-        )
-    if scaling.needs == "per_sequence" and not estimator.per_sequence:
-        usable = STD_SCALINGS.having(lambda facts: facts.needs is None)
-        problems.append(
-            f"advantage.std_scaling={adv.std_scaling} scales one advantage per response, for estimators "
-            f"{per_sequence}; with estimator={adv.estimator} use one of {usable}"
-        )
-    if adv.gpg_alpha != "none" and estimator.kind != "group":
-        problems.append(f"advantage.gpg_alpha rescales group advantages: set advantage.estimator to one of {groups}")
-    if cfg.reward.combine == "normalize_then_sum" and estimator.kind != "group":
-        problems.append(
-            f"reward.combine=normalize_then_sum standardises rewards within groups: set advantage.estimator to one "
-            f"of {groups}"
-        )
-    problems.extend(_policy_loss_violations(cfg))
-    problems.extend(_kl_violations(cfg))
-    needs_groups = [
-        name
-        for name, on in (
-            (f"advantage.estimator={adv.estimator}", estimator.kind == "group"),
-            (f"advantage.std_scaling={adv.std_scaling}", scaling.needs == "group"),
-            ("policy_loss.ratio_level=group_expectation", loss.ratio_level == "group_expectation"),
-            ("dynamic_sampling.enabled=true", cfg.dynamic_sampling.enabled),
-            ("reward.combine=normalize_then_sum", cfg.reward.combine == "normalize_then_sum"),
-        )
-        if on
-    ]
-    if needs_groups and rollout.group_size < 2:
-        problems.append(f"{', '.join(needs_groups)} compares responses within a group: set rollout.group_size >= 2")
-    if adv.estimator != "gae" and (adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None):
-        problems.append(
-            "advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae"
-        )
-    problems.extend(_member_parameter_violations(cfg))
-    if loss.group_expectation_scope != "prompt" and loss.ratio_level != "group_expectation":
-        problems.append(
-            "policy_loss.group_expectation_scope is GEPO's option: set policy_loss.ratio_level=group_expectation"
-        )
-    if cfg.task.min_steps > cfg.task.max_steps:
-        problems.append("task.min_steps must not exceed task.max_steps")
-    if adv.adaptive_lambda_min > adv.adaptive_lambda_max:
-        problems.append("advantage.adaptive_lambda_min must not exceed advantage.adaptive_lambda_max")
-    if cfg.rollout_batch_size % cfg.optim.mini_batches:
-        problems.append(
-            f"optim.mini_batches={cfg.optim.mini_batches} must divide the rollout batch P*G={cfg.rollout_batch_size}"
-        )
-    elif cfg.optim.micro_batch_size and cfg.mini_batch_size % cfg.optim.micro_batch_size:
-        problems.append(
-            f"optim.micro_batch_size={cfg.optim.micro_batch_size} must divide the mini-batch size "
-            f"{cfg.mini_batch_size} (= P*G / optim.mini_batches)"
-        )
-    if cfg.optim.micro_batch_size and cfg.optim.micro_batch_tokens:
-        problems.append(
-            "optim.micro_batch_size and optim.micro_batch_tokens both size the forward/backward passes: set one of them"
-        )
-    if cfg.dynamic_sampling.enabled and cfg.dynamic_sampling.filter_on == "reward" and cfg.reward_is_shaped:
-        problems.append(
-            "dynamic sampling must not filter on a shaped reward (soft overlong punishment or KL in the reward "
-            "makes equally correct groups look informative): set dynamic_sampling.filter_on=correctness"
-        )
-    if cfg.reward.correct <= cfg.reward.incorrect:
-        problems.append("reward.correct must be greater than reward.incorrect")
-    if cfg.reward.soft_overlong_buffer is not None and cfg.reward.soft_overlong_buffer >= cfg.soft_overlong_max_length:
-        problems.append(
-            f"reward.soft_overlong_buffer={cfg.reward.soft_overlong_buffer} must be smaller than "
-            f"L_max={cfg.soft_overlong_max_length} (reward.soft_overlong_max_length or rollout.max_new_tokens)"
-        )
-    return problems
-
-
-def _member_parameter_violations(cfg: RLConfig) -> list[str]:
-    """The objective's own parameters (``policy_loss.objective_params``) against its declaration."""
-    try:
-        OBJECTIVES[cfg.policy_loss.objective].parameters(
-            cfg.policy_loss.objective_params, "policy_loss.objective_params"
-        )
-    except ValueError as exc:
-        return [str(exc)]
-    return []
-
-
 def whole_mini_batch_mechanisms(cfg: RLConfig) -> list[str]:
     """The settings on that select tokens over a whole mini-batch at once, so it must be one forward pass."""
     loss = cfg.policy_loss
@@ -150,78 +48,252 @@ def whole_mini_batch_mechanisms(cfg: RLConfig) -> list[str]:
     ]
 
 
-def _policy_loss_violations(cfg: RLConfig) -> list[str]:
-    loss, rollout, optim = cfg.policy_loss, cfg.rollout, cfg.optim
+def critic_violations(cfg: RLConfig) -> Iterator[str]:
+    """The value model is on exactly when the estimator reads it; its pretraining and initialisation need it on."""
+    estimator, critic = cfg.advantage.estimator, cfg.critic
+    needs_critic = ADVANTAGE_ESTIMATORS[estimator].facts.needs_critic
+    if needs_critic and not critic.enabled:
+        yield f"advantage.estimator={estimator} needs a value model: set critic.enabled=true"
+    if critic.enabled and not needs_critic:
+        readers = ADVANTAGE_ESTIMATORS.having(lambda facts: facts.needs_critic)
+        yield (
+            f"critic.enabled=true is only used by advantage.estimator {', '.join(readers)} (got "
+            f"{estimator}): set critic.enabled=false or advantage.estimator to one of them"
+        )
+    if critic.pretrain_steps and not critic.enabled:
+        yield "critic.pretrain_steps > 0 needs critic.enabled=true"
+    if critic.init == "reward_model" and not (critic.enabled and critic.reward_model_steps):
+        yield "critic.init=reward_model needs critic.enabled=true and critic.reward_model_steps > 0"
+
+
+def std_scaling_violations(cfg: RLConfig) -> Iterator[str]:
+    """A scaling by group statistics needs a group estimator, a scaling per response one advantage per response."""
+    adv = cfg.advantage
+    estimator, scaling = ADVANTAGE_ESTIMATORS[adv.estimator].facts, STD_SCALINGS[adv.std_scaling].facts
+    if scaling.needs == "group" and estimator.kind != "group":
+        usable = STD_SCALINGS.having(
+            lambda facts: facts.needs != "group" and (facts.needs is None or estimator.per_sequence)
+        )
+        yield (
+            f"advantage.std_scaling={adv.std_scaling} scales each group's rewards, for group estimators "
+            f"{group_estimators()}; with estimator={adv.estimator} use one of {usable}"
+        )
+    if scaling.needs == "per_sequence" and not estimator.per_sequence:
+        usable = STD_SCALINGS.having(lambda facts: facts.needs is None)
+        yield (
+            f"advantage.std_scaling={adv.std_scaling} scales one advantage per response, for estimators "
+            f"{per_sequence_estimators()}; with estimator={adv.estimator} use one of {usable}"
+        )
+
+
+def group_option_violations(cfg: RLConfig) -> Iterator[str]:
+    """GPG's rescaling and the per-group reward normalisation act on groups, so they need a group estimator."""
+    if ADVANTAGE_ESTIMATORS[cfg.advantage.estimator].facts.kind == "group":
+        return
+    if cfg.advantage.gpg_alpha != "none":
+        yield f"advantage.gpg_alpha rescales group advantages: set advantage.estimator to one of {group_estimators()}"
+    if cfg.reward.combine == "normalize_then_sum":
+        yield (
+            f"reward.combine=normalize_then_sum standardises rewards within groups: set advantage.estimator to one "
+            f"of {group_estimators()}"
+        )
+
+
+def objective_violations(cfg: RLConfig) -> Iterator[str]:
+    """The objective's facts against the ratio level and the dual clip."""
+    loss = cfg.policy_loss
     objective = OBJECTIVES[loss.objective].facts
-    problems = []
     if objective.token_ratio_only and loss.ratio_level != "token":
-        problems.append(
+        yield (
             f"policy_loss.objective={loss.objective} builds its sequence weight from token ratios: set "
             f"policy_loss.ratio_level=token (got {loss.ratio_level})"
         )
     if loss.dual_clip_c is not None and not objective.dual_clip:
-        problems.append(
+        yield (
             f"policy_loss.dual_clip_c bounds the clipped surrogate; policy_loss.objective={loss.objective} has none: "
             "unset policy_loss.dual_clip_c"
         )
-    sequence_levels = ("sequence", "sequence_sum", "group_expectation")
-    if loss.top_entropy_quantile < 1.0 and loss.ratio_level in sequence_levels:
-        problems.append(
+
+
+def token_mask_violations(cfg: RLConfig) -> Iterator[str]:
+    """The high-entropy token mask needs a ratio per token."""
+    loss = cfg.policy_loss
+    if loss.top_entropy_quantile < 1.0 and loss.ratio_level in ("sequence", "sequence_sum", "group_expectation"):
+        yield (
             f"policy_loss.top_entropy_quantile masks single tokens, which needs a ratio per token; "
             f"policy_loss.ratio_level={loss.ratio_level} gives every token the whole response's gradient: use "
             "ratio_level token or sequence_token"
         )
-    one_pass = whole_mini_batch_mechanisms(cfg)
+
+
+def one_pass_violations(cfg: RLConfig) -> Iterator[str]:
+    """What selects tokens over the whole mini-batch needs the mini-batch in one forward pass."""
+    one_pass, optim = whole_mini_batch_mechanisms(cfg), cfg.optim
     if one_pass and (optim.length_buckets != 1 or optim.micro_batch_size or optim.micro_batch_tokens):
-        problems.append(
+        yield (
             f"{', '.join(one_pass)} selects tokens over the whole mini-batch, which must be one forward pass: set "
             "optim.length_buckets=1 and leave optim.micro_batch_size and optim.micro_batch_tokens unset"
         )
-    if rollout.correction != "none":
-        if rollout.policy_staleness == 0:
-            problems.append(
-                f"rollout.correction={rollout.correction} corrects for a sampler other than the learner: set "
-                "rollout.policy_staleness > 0 (with 0 the weight is always 1)"
-            )
-        if loss.ratio_level == "group_expectation":
-            problems.append(
-                "rollout.correction and policy_loss.ratio_level=group_expectation both correct for the sampler "
-                "(GEPO's ratio is taken to it): use one of them"
-            )
-        if rollout.correction_low is not None and rollout.correction_low >= rollout.correction_high:
-            problems.append("rollout.correction_low must be smaller than rollout.correction_high")
-    if objective.folds_correction and rollout.correction != "none" and rollout.correction_level != "token":
-        problems.append(
-            f"policy_loss.objective={loss.objective} folds the correction weights into its sequence weight token by "
+
+
+def rollout_correction_violations(cfg: RLConfig) -> Iterator[str]:
+    """A rollout correction needs a stale sampler, no second correction, ordered bounds and its objective's level."""
+    rollout = cfg.rollout
+    if rollout.correction == "none":
+        return
+    if rollout.policy_staleness == 0:
+        yield (
+            f"rollout.correction={rollout.correction} corrects for a sampler other than the learner: set "
+            "rollout.policy_staleness > 0 (with 0 the weight is always 1)"
+        )
+    if cfg.policy_loss.ratio_level == "group_expectation":
+        yield (
+            "rollout.correction and policy_loss.ratio_level=group_expectation both correct for the sampler "
+            "(GEPO's ratio is taken to it): use one of them"
+        )
+    if rollout.correction_low is not None and rollout.correction_low >= rollout.correction_high:
+        yield "rollout.correction_low must be smaller than rollout.correction_high"
+    objective = cfg.policy_loss.objective
+    if OBJECTIVES[objective].facts.folds_correction and rollout.correction_level != "token":
+        yield (
+            f"policy_loss.objective={objective} folds the correction weights into its sequence weight token by "
             "token: set rollout.correction_level=token"
         )
-    return problems
 
 
-def _kl_violations(cfg: RLConfig) -> list[str]:
+def kl_violations(cfg: RLConfig) -> Iterator[str]:
+    """The KL controller needs a coefficient; an exact estimator stays in the loss and needs no importance weight."""
     kl = cfg.kl
     exact = KL_ESTIMATORS[kl.estimator].facts.exact
-    problems = []
     if kl.controller == "adaptive" and kl.coef == 0:
-        problems.append(
-            "kl.controller=adaptive scales beta from kl.coef, which is 0: set kl.coef > 0 or kl.controller=fixed"
-        )
+        yield "kl.controller=adaptive scales beta from kl.coef, which is 0: set kl.coef > 0 or kl.controller=fixed"
     if kl.placement == "reward" and exact:
         sampled = KL_ESTIMATORS.having(lambda facts: not facts.exact and not facts.straight_through)
-        problems.append(
+        yield (
             f"kl.estimator={kl.estimator} needs the full distributions of the update's forward pass: use "
             f"kl.placement=loss, or a sampled estimator ({', '.join(sampled)}) in the reward"
         )
     if kl.placement == "reward" and kl.importance_weighted:
-        problems.append(
-            "kl.importance_weighted weights the KL term of the loss by the policy ratio: set kl.placement=loss"
-        )
+        yield "kl.importance_weighted weights the KL term of the loss by the policy ratio: set kl.placement=loss"
     if exact and kl.importance_weighted:
-        problems.append(
+        yield (
             f"kl.estimator={kl.estimator} is exact at every position and needs no importance weight: unset "
             "kl.importance_weighted"
         )
-    return problems
+
+
+def group_size_violations(cfg: RLConfig) -> Iterator[str]:
+    """Everything that compares the responses of a prompt needs at least two of them."""
+    adv, loss = cfg.advantage, cfg.policy_loss
+    needs_groups = [
+        name
+        for name, on in (
+            (f"advantage.estimator={adv.estimator}", ADVANTAGE_ESTIMATORS[adv.estimator].facts.kind == "group"),
+            (f"advantage.std_scaling={adv.std_scaling}", STD_SCALINGS[adv.std_scaling].facts.needs == "group"),
+            ("policy_loss.ratio_level=group_expectation", loss.ratio_level == "group_expectation"),
+            ("dynamic_sampling.enabled=true", cfg.dynamic_sampling.enabled),
+            ("reward.combine=normalize_then_sum", cfg.reward.combine == "normalize_then_sum"),
+        )
+        if on
+    ]
+    if needs_groups and cfg.rollout.group_size < 2:
+        yield f"{', '.join(needs_groups)} compares responses within a group: set rollout.group_size >= 2"
+
+
+def gae_option_violations(cfg: RLConfig) -> Iterator[str]:
+    """The length-adaptive and the decoupled λ are options of GAE."""
+    adv = cfg.advantage
+    if adv.estimator != "gae" and (adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None):
+        yield "advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae"
+
+
+def objective_parameter_violations(cfg: RLConfig) -> Iterator[str]:
+    """The objective's own parameters (``policy_loss.objective_params``) against its declaration."""
+    try:
+        OBJECTIVES[cfg.policy_loss.objective].parameters(
+            cfg.policy_loss.objective_params, "policy_loss.objective_params"
+        )
+    except ValueError as exc:
+        yield str(exc)
+
+
+def group_expectation_scope_violations(cfg: RLConfig) -> Iterator[str]:
+    """GEPO's scope of E_q[q] is an option of GEPO's ratio."""
+    loss = cfg.policy_loss
+    if loss.group_expectation_scope != "prompt" and loss.ratio_level != "group_expectation":
+        yield "policy_loss.group_expectation_scope is GEPO's option: set policy_loss.ratio_level=group_expectation"
+
+
+def bounds_violations(cfg: RLConfig) -> Iterator[str]:
+    """A lower bound does not exceed its upper bound: the task's operation counts, the adaptive λ's clamp."""
+    if cfg.task.min_steps > cfg.task.max_steps:
+        yield "task.min_steps must not exceed task.max_steps"
+    if cfg.advantage.adaptive_lambda_min > cfg.advantage.adaptive_lambda_max:
+        yield "advantage.adaptive_lambda_min must not exceed advantage.adaptive_lambda_max"
+
+
+def batching_violations(cfg: RLConfig) -> Iterator[str]:
+    """Mini-batches divide the rollout batch, micro-batches the mini-batch, and one setting sizes the passes."""
+    optim = cfg.optim
+    if cfg.rollout_batch_size % optim.mini_batches:
+        yield f"optim.mini_batches={optim.mini_batches} must divide the rollout batch P*G={cfg.rollout_batch_size}"
+    elif optim.micro_batch_size and cfg.mini_batch_size % optim.micro_batch_size:
+        yield (
+            f"optim.micro_batch_size={optim.micro_batch_size} must divide the mini-batch size "
+            f"{cfg.mini_batch_size} (= P*G / optim.mini_batches)"
+        )
+    if optim.micro_batch_size and optim.micro_batch_tokens:
+        yield (
+            "optim.micro_batch_size and optim.micro_batch_tokens both size the forward/backward passes: set one of them"
+        )
+
+
+def dynamic_sampling_violations(cfg: RLConfig) -> Iterator[str]:
+    """Dynamic sampling never filters on a shaped reward, which makes equally correct groups differ."""
+    sampling = cfg.dynamic_sampling
+    if sampling.enabled and sampling.filter_on == "reward" and cfg.reward_is_shaped:
+        yield (
+            "dynamic sampling must not filter on a shaped reward (soft overlong punishment or KL in the reward "
+            "makes equally correct groups look informative): set dynamic_sampling.filter_on=correctness"
+        )
+
+
+def reward_violations(cfg: RLConfig) -> Iterator[str]:
+    """A correct response earns more than an incorrect one, and the soft overlong buffer fits below L_max."""
+    reward = cfg.reward
+    if reward.correct <= reward.incorrect:
+        yield "reward.correct must be greater than reward.incorrect"
+    if reward.soft_overlong_buffer is not None and reward.soft_overlong_buffer >= cfg.soft_overlong_max_length:
+        yield (
+            f"reward.soft_overlong_buffer={reward.soft_overlong_buffer} must be smaller than "
+            f"L_max={cfg.soft_overlong_max_length} (reward.soft_overlong_max_length or rollout.max_new_tokens)"
+        )
+
+
+INVARIANTS: tuple[Callable[[RLConfig], Iterator[str]], ...] = (
+    critic_violations,
+    std_scaling_violations,
+    group_option_violations,
+    objective_violations,
+    token_mask_violations,
+    one_pass_violations,
+    rollout_correction_violations,
+    kl_violations,
+    group_size_violations,
+    gae_option_violations,
+    objective_parameter_violations,
+    group_expectation_scope_violations,
+    bounds_violations,
+    batching_violations,
+    dynamic_sampling_violations,
+    reward_violations,
+)
+"""Every invariant check, in the order their messages are joined into the error."""
+
+
+def invariant_violations(cfg: RLConfig) -> list[str]:
+    """Every broken cross-field invariant of ``cfg``, each phrased as how to fix it."""
+    return [message for check in INVARIANTS for message in check(cfg)]
 
 
 def inert_clip_higher(cfg: RLConfig) -> str | None:
