@@ -69,7 +69,7 @@ def config_keys() -> dict[str, str]:
     keys = {}
     sections = _sections()
     for prefix, cls in sections.items():
-        for name, doc in field_docs(cls).items():
+        for name, doc in field_docs(cls, prefix).items():
             if f"{prefix}{name}." not in sections:
                 keys[f"{prefix}{name}"] = doc
     return keys

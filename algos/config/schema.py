@@ -2,8 +2,10 @@
 
 Every algorithm (PPO, GRPO, Dr. GRPO, DAPO, VAPO, GSPO, GEPO, RLOO, REINFORCE++) is a preset of
 these fields over one code path. Each field documents its meaning, its default and the paper it
-comes from; the defaults form the *base* that every preset in ``experiments/presets/`` lists its
-differences from. Cross-field invariants (:mod:`algos.config.rules`) are checked when a config is constructed.
+comes from; a field that names a registered component says what the key is, and :func:`field_docs`
+adds its choices from the registry, each with the member's own summary. The defaults form the *base*
+that every preset in ``experiments/presets/`` lists its differences from. Cross-field invariants
+(:mod:`algos.config.rules`) are checked when a config is constructed.
 
 Sizes are scaled for the built-in default on two CPU cores; the papers' values are given in the
 field descriptions.
@@ -25,6 +27,7 @@ from algos.config.registry import (
     REWARD_FUNCTIONS,
     STD_SCALINGS,
     Registry,
+    family_of,
 )
 from algos.config.rules import invariant_violations
 from eval.tasks.config import TaskConfig
@@ -50,28 +53,15 @@ class AdvantageConfig:
     estimator: _member_of(ADVANTAGE_ESTIMATORS) = Field(
         "group_mean",
         description=(
-            "group_mean: R_i - mean_j R_j over the G responses of a prompt (GRPO, Dr. GRPO). "
-            "rloo: R_i - mean_{j!=i} R_j (RLOO, Ahmadian et al. 2024). "
-            "opo: R_i - sum_j |o_j| R_j / sum_j |o_j|, the length-weighted baseline of On-Policy RL with Optimal "
-            "reward baseline (OPO, Hao et al. 2025, arXiv 2505.23585). "
-            "passk: only each group's best response learns, with R_max - R_second (Pass@k training, Chen et al. "
-            "2025, arXiv 2503.19595; verl grpo_passk). "
-            "remax: R_i - R(greedy response to the same prompt) (ReMax, Li et al. 2023, arXiv 2310.10505). "
-            "return: discounted return with no baseline (REINFORCE++, Hu 2025). "
-            "gae: generalised advantage estimation with a critic (PPO, VAPO)."
+            "The advantage estimator: how the rewards of each response become its per-token advantages "
+            "(algos.core.advantages)."
         ),
     )
     std_scaling: _member_of(STD_SCALINGS) = Field(
         "group",
         description=(
-            "group: divide by the unbiased std of the prompt's G rewards plus std_eps (GRPO). "
-            "batch: divide by the unbiased std of all rewards in the batch plus std_eps (TRL "
-            "scale_rewards='batch'). batch_whiten: subtract the token-weighted batch mean and "
-            "multiply by rsqrt(token-weighted unbiased variance + std_eps) (REINFORCE++, verl's GAE "
-            "whitening). batch_normalize: (A - mean A) / (std A + std_eps) over the batch's sequences, each "
-            "counted once (TRL RLOO normalize_advantages, std_eps 1e-4). group_batch_whiten: group, then "
-            "batch_whiten (GDPO, arXiv 2601.05242; verl gdpo). none: no scaling (Dr. GRPO). group, batch and "
-            "group_batch_whiten apply to group estimators only."
+            "How the estimator's advantages are scaled (algos.core.advantages). A scaling by group statistics applies "
+            "to group estimators only, a scaling per response to estimators with one advantage per response."
         ),
     )
     whiten_eps: Positive | None = Field(
@@ -151,16 +141,8 @@ class PolicyLossConfig:
     objective: _member_of(OBJECTIVES) = Field(
         "clip",
         description=(
-            "The per-token policy loss (algos.core.objectives). clip: PPO's clipped surrogate (PPO, GRPO, DAPO). "
-            "cispo: -sg[clip(r, 1-eps_low, 1+eps_high)] A log pi, every token keeps a gradient (MiniMax-M1, "
-            "arXiv 2506.13585). sapo: -f(r) A with the soft gate f(r) = 4 sigmoid(tau (r - 1)) / tau (SAPO, arXiv "
-            "2511.20347). gmpo: -A exp(mean_t sign-aware clip(log r_t)), the geometric mean of token ratios clipped "
-            "in log space at log(1-eps_low), log(1+eps_high) (GMPO, arXiv 2507.20673). reinforce: -A log pi, no ratio "
-            "(plain REINFORCE; GPG, arXiv 2504.02546). clip_cov / kl_cov: clip, with a few tokens of high covariance "
-            "between advantage and log pi detached / KL-penalised (Cui et al. 2025, arXiv 2505.22617). dppo_tv / "
-            "dppo_kl: -A sg[min(r, dppo_ratio_cap)] log pi on tokens whose probability moved less than the "
-            "divergence threshold (DPPO, arXiv 2602.04879). vespo: -phi(w) A log pi with the gamma weight phi of the "
-            "sequence ratio w (VESPO; TRL loss_type vespo)."
+            "The per-token policy loss (algos.core.objectives); an objective with parameters of its own reads them "
+            "from objective_params."
         ),
     )
     objective_params: dict[str, Any] = Field(
@@ -207,11 +189,7 @@ class PolicyLossConfig:
     aggregation: _member_of(AGGREGATIONS) = Field(
         "seq_mean_token_mean",
         description=(
-            "token_mean: sum over all tokens / number of tokens (DAPO and VAPO token-level loss). "
-            "token_sum: sum over all tokens, no denominator (verl token-sum). "
-            "seq_mean_token_mean: mean over sequences of each sequence's token mean (GRPO). "
-            "seq_mean_token_sum: mean over sequences of token sums. seq_mean_token_sum_norm: "
-            "sum / (number of sequences * aggregation_constant) (Dr. GRPO)."
+            "How the per-token losses of a mini-batch are summed and normalised into its loss (algos.core.aggregation)."
         ),
     )
     aggregation_constant: PositiveInt | None = Field(
@@ -298,10 +276,8 @@ class KLConfig:
     estimator: _member_of(KL_ESTIMATORS) = Field(
         "k3",
         description=(
-            "k1: log(pi/pi_ref). k2: 0.5 log^2(pi/pi_ref). k3: pi_ref/pi - log(pi_ref/pi) - 1 (GRPO; Schulman "
-            "2020). abs: |log(pi/pi_ref)|. k1+ / k3+: the value of k1 / k3 with the gradient of k2 (verl's "
-            "straight-through '+'). full: the exact KL over the vocabulary at each position, sum_v pi (log pi - "
-            "log pi_ref) (loss placement only)."
+            "The per-token estimate of KL(pi || pi_ref) from log r = log pi_ref - log pi of each sampled token "
+            "(Schulman 2020, Approximating KL divergence; algos.core.kl)."
         ),
     )
     placement: Literal["loss", "reward"] = Field(
@@ -345,10 +321,8 @@ class RewardConfig:
         {"correctness": 1.0},
         min_length=1,
         description=(
-            "Reward functions (algos.core.reward_functions) and their weights. correctness: the verifier's "
-            "correct/incorrect value, NaN where the verifier cannot score the response. finished: 1 when the "
-            "response ended within the budget, else 0. A response every function leaves NaN is unscorable: the "
-            "group statistics ignore it and its advantage is 0 (TRL)."
+            "Reward functions (algos.core.reward_functions) and their weights. A response every function leaves NaN "
+            "is unscorable: the group statistics ignore it and its advantage is 0 (TRL)."
         ),
     )
     combine: Literal["sum_then_normalize", "normalize_then_sum"] = Field(
@@ -722,6 +696,15 @@ class RLConfig:
         return self.reward.soft_overlong_max_length or self.rollout.max_new_tokens
 
 
-def field_docs(section: Any) -> dict[str, str]:
-    """Description of every field of a config dataclass, keyed by field name."""
-    return {name: info.description or "" for name, info in section.__pydantic_fields__.items()}
+def field_docs(section: Any, prefix: str) -> dict[str, str]:
+    """Description of every field of a config dataclass, keyed by field name; ``prefix`` is the section's dotted key
+    (``"advantage."``, ``""`` for the root).
+
+    A field that names a registered component ends with its registry's members and their summaries, read when
+    called: the registries fill as :mod:`algos.core` is imported, after these classes are defined.
+    """
+    docs = {}
+    for name, info in section.__pydantic_fields__.items():
+        family = family_of(f"{prefix}{name}")
+        docs[name] = f"{info.description} Choices: {family.choices()}" if family else info.description or ""
+    return docs
