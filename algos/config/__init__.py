@@ -1,1 +1,1 @@
-"""The config layer: the typed schema (every toggle), the component registries, presets and guardrails."""
+"""The config layer: the typed schema (every toggle), the component registries, presets, invariants and warnings."""

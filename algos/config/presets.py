@@ -31,8 +31,8 @@ from typing import Any
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from algos.config.guardrails import warn_about
 from algos.config.registry import FAMILIES
+from algos.config.rules import warn_about
 from algos.config.schema import RLConfig, field_docs
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +69,7 @@ def config_keys() -> dict[str, str]:
     keys = {}
     sections = _sections()
     for prefix, cls in sections.items():
-        for name, doc in field_docs(cls).items():
+        for name, doc in field_docs(cls, prefix).items():
             if f"{prefix}{name}." not in sections:
                 keys[f"{prefix}{name}"] = doc
     return keys

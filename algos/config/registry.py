@@ -70,7 +70,8 @@ class Registry(Generic[Facts]):
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator: add the function under ``name``; a second member of the same name is an error.
 
-        ``summary`` (default: the docstring's first line) tells one member from another that shares its function.
+        ``summary`` (default: the docstring's first line) is the line its key's description and ``--components``
+        show: what it computes, and its paper. Give it where members share a function or the line would be too long.
         """
 
         def add(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -108,6 +109,11 @@ class Registry(Generic[Facts]):
         """``name`` if it is a member (a validator for the config key), else the error naming the valid choices."""
         self[name]
         return name
+
+    def choices(self) -> str:
+        """Every member and its summary, ``"name: summary"`` in registration order: the choices its key's description
+        lists."""
+        return " ".join(f"{member.name}: {member.summary}" for member in self)
 
 
 @dataclass(frozen=True)
@@ -187,3 +193,8 @@ FAMILIES: tuple[Registry, ...] = (
     AGGREGATIONS,
     REWARD_FUNCTIONS,
 )
+
+
+def family_of(key: str) -> Registry | None:
+    """The family whose members the dotted config ``key`` names, or None for any other key."""
+    return next((family for family in FAMILIES if family.key == key), None)

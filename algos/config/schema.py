@@ -2,8 +2,10 @@
 
 Every algorithm (PPO, GRPO, Dr. GRPO, DAPO, VAPO, GSPO, GEPO, RLOO, REINFORCE++) is a preset of
 these fields over one code path. Each field documents its meaning, its default and the paper it
-comes from; the defaults form the *base* that every preset in ``experiments/presets/`` lists its
-differences from. Cross-field invariants are checked when a config is constructed.
+comes from; a field that names a registered component says what the key is, and :func:`field_docs`
+adds its choices from the registry, each with the member's own summary. The defaults form the *base*
+that every preset in ``experiments/presets/`` lists its differences from. Cross-field invariants
+(:mod:`algos.config.rules`) are checked when a config is constructed.
 
 Sizes are scaled for the built-in default on two CPU cores; the papers' values are given in the
 field descriptions.
@@ -25,7 +27,9 @@ from algos.config.registry import (
     REWARD_FUNCTIONS,
     STD_SCALINGS,
     Registry,
+    family_of,
 )
+from algos.config.rules import invariant_violations
 from eval.tasks.config import TaskConfig
 
 _STRICT = ConfigDict(extra="forbid", validate_default=True)
@@ -34,16 +38,6 @@ _STRICT = ConfigDict(extra="forbid", validate_default=True)
 def _member_of(registry: Registry) -> Any:
     """A config field that takes the name of one of ``registry``'s members (see :mod:`algos.config.registry`)."""
     return Annotated[str, AfterValidator(registry.check)]
-
-
-def group_estimators() -> tuple[str, ...]:
-    """Estimators that compare the responses of one prompt with each other (need G >= 2)."""
-    return ADVANTAGE_ESTIMATORS.having(lambda facts: facts.kind == "group")
-
-
-def per_sequence_estimators() -> tuple[str, ...]:
-    """Estimators that give each response one scalar advantage from its outcome reward."""
-    return ADVANTAGE_ESTIMATORS.having(lambda facts: facts.per_sequence)
 
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -59,28 +53,15 @@ class AdvantageConfig:
     estimator: _member_of(ADVANTAGE_ESTIMATORS) = Field(
         "group_mean",
         description=(
-            "group_mean: R_i - mean_j R_j over the G responses of a prompt (GRPO, Dr. GRPO). "
-            "rloo: R_i - mean_{j!=i} R_j (RLOO, Ahmadian et al. 2024). "
-            "opo: R_i - sum_j |o_j| R_j / sum_j |o_j|, the length-weighted baseline of On-Policy RL with Optimal "
-            "reward baseline (OPO, Hao et al. 2025, arXiv 2505.23585). "
-            "passk: only each group's best response learns, with R_max - R_second (Pass@k training, Chen et al. "
-            "2025, arXiv 2503.19595; verl grpo_passk). "
-            "remax: R_i - R(greedy response to the same prompt) (ReMax, Li et al. 2023, arXiv 2310.10505). "
-            "return: discounted return with no baseline (REINFORCE++, Hu 2025). "
-            "gae: generalised advantage estimation with a critic (PPO, VAPO)."
+            "The advantage estimator: how the rewards of each response become its per-token advantages "
+            "(algos.core.advantages)."
         ),
     )
     std_scaling: _member_of(STD_SCALINGS) = Field(
         "group",
         description=(
-            "group: divide by the unbiased std of the prompt's G rewards plus std_eps (GRPO). "
-            "batch: divide by the unbiased std of all rewards in the batch plus std_eps (TRL "
-            "scale_rewards='batch'). batch_whiten: subtract the token-weighted batch mean and "
-            "multiply by rsqrt(token-weighted unbiased variance + std_eps) (REINFORCE++, verl's GAE "
-            "whitening). batch_normalize: (A - mean A) / (std A + std_eps) over the batch's sequences, each "
-            "counted once (TRL RLOO normalize_advantages, std_eps 1e-4). group_batch_whiten: group, then "
-            "batch_whiten (GDPO, arXiv 2601.05242; verl gdpo). none: no scaling (Dr. GRPO). group, batch and "
-            "group_batch_whiten apply to group estimators only."
+            "How the estimator's advantages are scaled (algos.core.advantages). A scaling by group statistics applies "
+            "to group estimators only, a scaling per response to estimators with one advantage per response."
         ),
     )
     whiten_eps: Positive | None = Field(
@@ -160,16 +141,8 @@ class PolicyLossConfig:
     objective: _member_of(OBJECTIVES) = Field(
         "clip",
         description=(
-            "The per-token policy loss (algos.core.objectives). clip: PPO's clipped surrogate (PPO, GRPO, DAPO). "
-            "cispo: -sg[clip(r, 1-eps_low, 1+eps_high)] A log pi, every token keeps a gradient (MiniMax-M1, "
-            "arXiv 2506.13585). sapo: -f(r) A with the soft gate f(r) = 4 sigmoid(tau (r - 1)) / tau (SAPO, arXiv "
-            "2511.20347). gmpo: -A exp(mean_t sign-aware clip(log r_t)), the geometric mean of token ratios clipped "
-            "in log space at log(1-eps_low), log(1+eps_high) (GMPO, arXiv 2507.20673). reinforce: -A log pi, no ratio "
-            "(plain REINFORCE; GPG, arXiv 2504.02546). clip_cov / kl_cov: clip, with a few tokens of high covariance "
-            "between advantage and log pi detached / KL-penalised (Cui et al. 2025, arXiv 2505.22617). dppo_tv / "
-            "dppo_kl: -A sg[min(r, dppo_ratio_cap)] log pi on tokens whose probability moved less than the "
-            "divergence threshold (DPPO, arXiv 2602.04879). vespo: -phi(w) A log pi with the gamma weight phi of the "
-            "sequence ratio w (VESPO; TRL loss_type vespo)."
+            "The per-token policy loss (algos.core.objectives); an objective with parameters of its own reads them "
+            "from objective_params."
         ),
     )
     objective_params: dict[str, Any] = Field(
@@ -216,11 +189,7 @@ class PolicyLossConfig:
     aggregation: _member_of(AGGREGATIONS) = Field(
         "seq_mean_token_mean",
         description=(
-            "token_mean: sum over all tokens / number of tokens (DAPO and VAPO token-level loss). "
-            "token_sum: sum over all tokens, no denominator (verl token-sum). "
-            "seq_mean_token_mean: mean over sequences of each sequence's token mean (GRPO). "
-            "seq_mean_token_sum: mean over sequences of token sums. seq_mean_token_sum_norm: "
-            "sum / (number of sequences * aggregation_constant) (Dr. GRPO)."
+            "How the per-token losses of a mini-batch are summed and normalised into its loss (algos.core.aggregation)."
         ),
     )
     aggregation_constant: PositiveInt | None = Field(
@@ -307,10 +276,8 @@ class KLConfig:
     estimator: _member_of(KL_ESTIMATORS) = Field(
         "k3",
         description=(
-            "k1: log(pi/pi_ref). k2: 0.5 log^2(pi/pi_ref). k3: pi_ref/pi - log(pi_ref/pi) - 1 (GRPO; Schulman "
-            "2020). abs: |log(pi/pi_ref)|. k1+ / k3+: the value of k1 / k3 with the gradient of k2 (verl's "
-            "straight-through '+'). full: the exact KL over the vocabulary at each position, sum_v pi (log pi - "
-            "log pi_ref) (loss placement only)."
+            "The per-token estimate of KL(pi || pi_ref) from log r = log pi_ref - log pi of each sampled token "
+            "(Schulman 2020, Approximating KL divergence; algos.core.kl)."
         ),
     )
     placement: Literal["loss", "reward"] = Field(
@@ -354,10 +321,8 @@ class RewardConfig:
         {"correctness": 1.0},
         min_length=1,
         description=(
-            "Reward functions (algos.core.reward_functions) and their weights. correctness: the verifier's "
-            "correct/incorrect value, NaN where the verifier cannot score the response. finished: 1 when the "
-            "response ended within the budget, else 0. A response every function leaves NaN is unscorable: the "
-            "group statistics ignore it and its advantage is 0 (TRL)."
+            "Reward functions (algos.core.reward_functions) and their weights. A response every function leaves NaN "
+            "is unscorable: the group statistics ignore it and its advantage is 0 (TRL)."
         ),
     )
     combine: Literal["sum_then_normalize", "normalize_then_sum"] = Field(
@@ -413,7 +378,7 @@ class DynamicSamplingConfig:
         "correctness",
         description=(
             "What must differ within a kept group: correctness (the paper) or the reward "
-            "(for graded verifiers; refused when the reward is shaped, and a guardrail warns)."
+            "(for graded verifiers; refused when the reward is shaped, and warned about otherwise)."
         ),
     )
 
@@ -731,199 +696,15 @@ class RLConfig:
         return self.reward.soft_overlong_max_length or self.rollout.max_new_tokens
 
 
-def invariant_violations(cfg: RLConfig) -> list[str]:
-    """Every broken cross-field invariant of ``cfg``, each phrased as how to fix it."""
-    adv, loss, rollout = cfg.advantage, cfg.policy_loss, cfg.rollout
-    problems: list[str] = []
-    estimator, scaling = ADVANTAGE_ESTIMATORS[adv.estimator].facts, STD_SCALINGS[adv.std_scaling].facts
-    groups, per_sequence = group_estimators(), per_sequence_estimators()
-    critic_estimators = ADVANTAGE_ESTIMATORS.having(lambda facts: facts.needs_critic)
-    if estimator.needs_critic and not cfg.critic.enabled:
-        problems.append(f"advantage.estimator={adv.estimator} needs a value model: set critic.enabled=true")
-    if cfg.critic.enabled and not estimator.needs_critic:
-        problems.append(
-            f"critic.enabled=true is only used by advantage.estimator {', '.join(critic_estimators)} (got "
-            f"{adv.estimator}): set critic.enabled=false or advantage.estimator to one of them"
-        )
-    if cfg.critic.pretrain_steps and not cfg.critic.enabled:
-        problems.append("critic.pretrain_steps > 0 needs critic.enabled=true")
-    if cfg.critic.init == "reward_model" and not (cfg.critic.enabled and cfg.critic.reward_model_steps):
-        problems.append("critic.init=reward_model needs critic.enabled=true and critic.reward_model_steps > 0")
-    if scaling.needs == "group" and estimator.kind != "group":
-        usable = STD_SCALINGS.having(
-            lambda facts: facts.needs != "group" and (facts.needs is None or estimator.per_sequence)
-        )
-        problems.append(
-            f"advantage.std_scaling={adv.std_scaling} scales each group's rewards, for group estimators "
-            f"{groups}; with estimator={adv.estimator} use one of {usable}"
-        )
-    if scaling.needs == "per_sequence" and not estimator.per_sequence:
-        usable = STD_SCALINGS.having(lambda facts: facts.needs is None)
-        problems.append(
-            f"advantage.std_scaling={adv.std_scaling} scales one advantage per response, for estimators "
-            f"{per_sequence}; with estimator={adv.estimator} use one of {usable}"
-        )
-    if adv.gpg_alpha != "none" and estimator.kind != "group":
-        problems.append(f"advantage.gpg_alpha rescales group advantages: set advantage.estimator to one of {groups}")
-    if cfg.reward.combine == "normalize_then_sum" and estimator.kind != "group":
-        problems.append(
-            f"reward.combine=normalize_then_sum standardises rewards within groups: set advantage.estimator to one "
-            f"of {groups}"
-        )
-    problems.extend(_policy_loss_violations(cfg))
-    problems.extend(_kl_violations(cfg))
-    needs_groups = [
-        name
-        for name, on in (
-            (f"advantage.estimator={adv.estimator}", estimator.kind == "group"),
-            (f"advantage.std_scaling={adv.std_scaling}", scaling.needs == "group"),
-            ("policy_loss.ratio_level=group_expectation", loss.ratio_level == "group_expectation"),
-            ("dynamic_sampling.enabled=true", cfg.dynamic_sampling.enabled),
-            ("reward.combine=normalize_then_sum", cfg.reward.combine == "normalize_then_sum"),
-        )
-        if on
-    ]
-    if needs_groups and rollout.group_size < 2:
-        problems.append(f"{', '.join(needs_groups)} compares responses within a group: set rollout.group_size >= 2")
-    if adv.estimator != "gae" and (adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None):
-        problems.append(
-            "advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae"
-        )
-    problems.extend(_member_parameter_violations(cfg))
-    if loss.group_expectation_scope != "prompt" and loss.ratio_level != "group_expectation":
-        problems.append(
-            "policy_loss.group_expectation_scope is GEPO's option: set policy_loss.ratio_level=group_expectation"
-        )
-    if cfg.task.min_steps > cfg.task.max_steps:
-        problems.append("task.min_steps must not exceed task.max_steps")
-    if adv.adaptive_lambda_min > adv.adaptive_lambda_max:
-        problems.append("advantage.adaptive_lambda_min must not exceed advantage.adaptive_lambda_max")
-    if cfg.rollout_batch_size % cfg.optim.mini_batches:
-        problems.append(
-            f"optim.mini_batches={cfg.optim.mini_batches} must divide the rollout batch P*G={cfg.rollout_batch_size}"
-        )
-    elif cfg.optim.micro_batch_size and cfg.mini_batch_size % cfg.optim.micro_batch_size:
-        problems.append(
-            f"optim.micro_batch_size={cfg.optim.micro_batch_size} must divide the mini-batch size "
-            f"{cfg.mini_batch_size} (= P*G / optim.mini_batches)"
-        )
-    if cfg.optim.micro_batch_size and cfg.optim.micro_batch_tokens:
-        problems.append(
-            "optim.micro_batch_size and optim.micro_batch_tokens both size the forward/backward passes: set one of them"
-        )
-    if cfg.dynamic_sampling.enabled and cfg.dynamic_sampling.filter_on == "reward" and cfg.reward_is_shaped:
-        problems.append(
-            "dynamic sampling must not filter on a shaped reward (soft overlong punishment or KL in the reward "
-            "makes equally correct groups look informative): set dynamic_sampling.filter_on=correctness"
-        )
-    if cfg.reward.correct <= cfg.reward.incorrect:
-        problems.append("reward.correct must be greater than reward.incorrect")
-    if cfg.reward.soft_overlong_buffer is not None and cfg.reward.soft_overlong_buffer >= cfg.soft_overlong_max_length:
-        problems.append(
-            f"reward.soft_overlong_buffer={cfg.reward.soft_overlong_buffer} must be smaller than "
-            f"L_max={cfg.soft_overlong_max_length} (reward.soft_overlong_max_length or rollout.max_new_tokens)"
-        )
-    return problems
+def field_docs(section: Any, prefix: str) -> dict[str, str]:
+    """Description of every field of a config dataclass, keyed by field name; ``prefix`` is the section's dotted key
+    (``"advantage."``, ``""`` for the root).
 
-
-def _member_parameter_violations(cfg: RLConfig) -> list[str]:
-    """The objective's own parameters (``policy_loss.objective_params``) against its declaration."""
-    try:
-        OBJECTIVES[cfg.policy_loss.objective].parameters(
-            cfg.policy_loss.objective_params, "policy_loss.objective_params"
-        )
-    except ValueError as exc:
-        return [str(exc)]
-    return []
-
-
-def whole_mini_batch_mechanisms(cfg: RLConfig) -> list[str]:
-    """The settings on that select tokens over a whole mini-batch at once, so it must be one forward pass."""
-    loss = cfg.policy_loss
-    return [
-        name
-        for name, on in (
-            (f"policy_loss.objective={loss.objective}", OBJECTIVES[loss.objective].facts.one_pass),
-            ("policy_loss.top_entropy_quantile < 1", loss.top_entropy_quantile < 1.0),
-        )
-        if on
-    ]
-
-
-def _policy_loss_violations(cfg: RLConfig) -> list[str]:
-    loss, rollout, optim = cfg.policy_loss, cfg.rollout, cfg.optim
-    objective = OBJECTIVES[loss.objective].facts
-    problems = []
-    if objective.token_ratio_only and loss.ratio_level != "token":
-        problems.append(
-            f"policy_loss.objective={loss.objective} builds its sequence weight from token ratios: set "
-            f"policy_loss.ratio_level=token (got {loss.ratio_level})"
-        )
-    if loss.dual_clip_c is not None and not objective.dual_clip:
-        problems.append(
-            f"policy_loss.dual_clip_c bounds the clipped surrogate; policy_loss.objective={loss.objective} has none: "
-            "unset policy_loss.dual_clip_c"
-        )
-    sequence_levels = ("sequence", "sequence_sum", "group_expectation")
-    if loss.top_entropy_quantile < 1.0 and loss.ratio_level in sequence_levels:
-        problems.append(
-            f"policy_loss.top_entropy_quantile masks single tokens, which needs a ratio per token; "
-            f"policy_loss.ratio_level={loss.ratio_level} gives every token the whole response's gradient: use "
-            "ratio_level token or sequence_token"
-        )
-    one_pass = whole_mini_batch_mechanisms(cfg)
-    if one_pass and (optim.length_buckets != 1 or optim.micro_batch_size or optim.micro_batch_tokens):
-        problems.append(
-            f"{', '.join(one_pass)} selects tokens over the whole mini-batch, which must be one forward pass: set "
-            "optim.length_buckets=1 and leave optim.micro_batch_size and optim.micro_batch_tokens unset"
-        )
-    if rollout.correction != "none":
-        if rollout.policy_staleness == 0:
-            problems.append(
-                f"rollout.correction={rollout.correction} corrects for a sampler other than the learner: set "
-                "rollout.policy_staleness > 0 (with 0 the weight is always 1)"
-            )
-        if loss.ratio_level == "group_expectation":
-            problems.append(
-                "rollout.correction and policy_loss.ratio_level=group_expectation both correct for the sampler "
-                "(GEPO's ratio is taken to it): use one of them"
-            )
-        if rollout.correction_low is not None and rollout.correction_low >= rollout.correction_high:
-            problems.append("rollout.correction_low must be smaller than rollout.correction_high")
-    if objective.folds_correction and rollout.correction != "none" and rollout.correction_level != "token":
-        problems.append(
-            f"policy_loss.objective={loss.objective} folds the correction weights into its sequence weight token by "
-            "token: set rollout.correction_level=token"
-        )
-    return problems
-
-
-def _kl_violations(cfg: RLConfig) -> list[str]:
-    kl = cfg.kl
-    exact = KL_ESTIMATORS[kl.estimator].facts.exact
-    problems = []
-    if kl.controller == "adaptive" and kl.coef == 0:
-        problems.append(
-            "kl.controller=adaptive scales beta from kl.coef, which is 0: set kl.coef > 0 or kl.controller=fixed"
-        )
-    if kl.placement == "reward" and exact:
-        sampled = KL_ESTIMATORS.having(lambda facts: not facts.exact and not facts.straight_through)
-        problems.append(
-            f"kl.estimator={kl.estimator} needs the full distributions of the update's forward pass: use "
-            f"kl.placement=loss, or a sampled estimator ({', '.join(sampled)}) in the reward"
-        )
-    if kl.placement == "reward" and kl.importance_weighted:
-        problems.append(
-            "kl.importance_weighted weights the KL term of the loss by the policy ratio: set kl.placement=loss"
-        )
-    if exact and kl.importance_weighted:
-        problems.append(
-            f"kl.estimator={kl.estimator} is exact at every position and needs no importance weight: unset "
-            "kl.importance_weighted"
-        )
-    return problems
-
-
-def field_docs(section: Any) -> dict[str, str]:
-    """Description of every field of a config dataclass, keyed by field name."""
-    return {name: info.description or "" for name, info in section.__pydantic_fields__.items()}
+    A field that names a registered component ends with its registry's members and their summaries, read when
+    called: the registries fill as :mod:`algos.core` is imported, after these classes are defined.
+    """
+    docs = {}
+    for name, info in section.__pydantic_fields__.items():
+        family = family_of(f"{prefix}{name}")
+        docs[name] = f"{info.description} Choices: {family.choices()}" if family else info.description or ""
+    return docs

@@ -226,17 +226,27 @@ def _group_mean(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
 
 @ADVANTAGE_ESTIMATORS.register("rloo", EstimatorFacts(kind="group"))
 def _rloo(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
-    """R_i − mean of the others (RLOO): :func:`rloo_advantage`."""
+    """R_i − mean of the others (RLOO, Ahmadian et al. 2024): :func:`rloo_advantage`."""
     return Advantages(rloo_advantage(x.scores, x.groups))
 
 
-@ADVANTAGE_ESTIMATORS.register("opo", EstimatorFacts(kind="group"))
+@ADVANTAGE_ESTIMATORS.register(
+    "opo",
+    EstimatorFacts(kind="group"),
+    summary="R_i − Σ_j |o_j| R_j / Σ_j |o_j|, the length-weighted baseline of On-Policy RL with Optimal reward "
+    "baseline (OPO, Hao et al. 2025, arXiv 2505.23585).",
+)
 def _opo(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
     """R_i − the length-weighted group mean (OPO): :func:`opo_advantage`."""
     return Advantages(opo_advantage(x.scores, x.lengths, x.groups))
 
 
-@ADVANTAGE_ESTIMATORS.register("passk", EstimatorFacts(kind="group"))
+@ADVANTAGE_ESTIMATORS.register(
+    "passk",
+    EstimatorFacts(kind="group"),
+    summary="R_max − R_second on each group's best response, 0 on the others (Pass@k training, Chen et al. 2025, "
+    "arXiv 2503.19595; verl grpo_passk).",
+)
 def _passk(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
     """R_max − R_second on each group's best response (pass@k training): :func:`passk_advantage`."""
     return Advantages(passk_advantage(x.scores, x.groups))
@@ -244,7 +254,7 @@ def _passk(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
 
 @ADVANTAGE_ESTIMATORS.register("remax", EstimatorFacts(kind="outcome", needs_baselines=True))
 def _remax(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
-    """R_i − R(greedy response to the same prompt) (ReMax), one value on every token of the response."""
+    """R_i − R(greedy response to the same prompt) (ReMax, Li et al. 2023, arXiv 2310.10505), one value per token."""
     if x.baselines is None:
         raise ValueError("estimator 'remax' needs the greedy responses' rewards as baselines")
     return Advantages(x.scores - x.baselines)
@@ -252,7 +262,7 @@ def _remax(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
 
 @ADVANTAGE_ESTIMATORS.register("return", EstimatorFacts(kind="token"))
 def _return(x: AdvantageInputs, cfg: AdvantageConfig) -> Advantages:
-    """The discounted return G_t, no baseline (REINFORCE): :func:`discounted_returns`."""
+    """The discounted return G_t, no baseline (REINFORCE; REINFORCE++, Hu 2025): :func:`discounted_returns`."""
     return Advantages(discounted_returns(x.token_rewards, x.mask, cfg.gamma))
 
 
@@ -286,7 +296,8 @@ class ScalingInputs:
 @STD_SCALINGS.register(
     "batch_whiten",
     ScalingFacts(whiten=True),
-    summary="The per-token advantages whitened over the batch (PPO, REINFORCE++).",
+    summary="The per-token advantages whitened over the batch: centred on their token-weighted mean, times rsqrt("
+    "token-weighted unbiased variance + eps) (PPO, REINFORCE++; verl's GAE whitening).",
 )
 @STD_SCALINGS.register("none")
 def _unscaled(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
@@ -297,11 +308,11 @@ def _unscaled(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
 @STD_SCALINGS.register(
     "group_batch_whiten",
     ScalingFacts(needs="group", whiten=True),
-    summary="Divided by the group's std + std_eps, then whitened over the batch (GDPO).",
+    summary="group, then batch_whiten (GDPO, arXiv 2601.05242; verl's gdpo).",
 )
 @STD_SCALINGS.register("group", ScalingFacts(needs="group"))
 def _by_group_std(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
-    """Divided by the group's std + std_eps (GRPO; a group of one by 1 + std_eps)."""
+    """Divided by the unbiased std of the group's rewards + std_eps (GRPO; a group of one by 1 + std_eps)."""
     stats = x.group
     std = torch.where(stats.count == 1, torch.ones_like(stats.std), stats.std)
     return x.per_sequence / (std + cfg.std_eps)
@@ -309,13 +320,13 @@ def _by_group_std(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
 
 @STD_SCALINGS.register("batch", ScalingFacts(needs="per_sequence"))
 def _by_batch_std(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
-    """Divided by the batch's reward std + std_eps (REINFORCE++ style)."""
+    """Divided by the unbiased std of the batch's rewards + std_eps (REINFORCE++ style; TRL scale_rewards='batch')."""
     return x.per_sequence / (_nan_std(x.scores) + cfg.std_eps)
 
 
 @STD_SCALINGS.register("batch_normalize", ScalingFacts(needs="per_sequence"))
 def _batch_normalized(x: ScalingInputs, cfg: AdvantageConfig) -> torch.Tensor:
-    """The advantages standardised over the batch: (Â − mean Â) / (std Â + std_eps)."""
+    """(Â − mean Â) / (std Â + std_eps) over the batch, each response once (TRL RLOO's normalize_advantages)."""
     return (x.per_sequence - x.per_sequence.nanmean()) / (_nan_std(x.per_sequence) + cfg.std_eps)
 
 

@@ -55,13 +55,13 @@ class AggregationInputs:
 
 @AGGREGATIONS.register("token_mean")
 def token_mean(x: AggregationInputs) -> torch.Tensor:
-    """Σ_{i,t} ℓ_{i,t} / N_tokens (DAPO, VAPO)."""
+    """Σ_{i,t} ℓ_{i,t} / N_tokens (DAPO's and VAPO's token-level loss)."""
     return x.token_sums.sum() / max(x.normalizer.num_tokens, 1.0)
 
 
 @AGGREGATIONS.register("token_sum")
 def token_sum(x: AggregationInputs) -> torch.Tensor:
-    """Σ_{i,t} ℓ_{i,t} (verl's token-sum)."""
+    """Σ_{i,t} ℓ_{i,t}, no denominator (verl's token-sum)."""
     return x.token_sums.sum()
 
 
@@ -80,7 +80,7 @@ def seq_mean_token_sum(x: AggregationInputs) -> torch.Tensor:
 
 @AGGREGATIONS.register("seq_mean_token_sum_norm")
 def seq_mean_token_sum_norm(x: AggregationInputs) -> torch.Tensor:
-    """Σ_{i,t} ℓ_{i,t} / (N_seqs · MAX_TOKENS) (Dr. GRPO)."""
+    """Σ_{i,t} ℓ_{i,t} / (N_seqs · MAX_TOKENS), MAX_TOKENS the aggregation_constant (Dr. GRPO)."""
     return x.token_sums.sum() / (max(x.normalizer.num_sequences, 1.0) * x.normalizer.constant)
 
 

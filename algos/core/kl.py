@@ -29,7 +29,7 @@ class KlInputs:
 @KL_ESTIMATORS.register("k1+", KlFacts(straight_through=True), summary="k1's value with k2's gradient (verl's k1+).")
 @KL_ESTIMATORS.register("k1")
 def k1(x: KlInputs) -> torch.Tensor:
-    """k1 = −log r: unbiased, can be negative."""
+    """k1 = −log r = log(π_θ / π_ref): unbiased, can be negative."""
     return -x.log_ratio
 
 
@@ -42,7 +42,7 @@ def k2(x: KlInputs) -> torch.Tensor:
 @KL_ESTIMATORS.register("k3+", KlFacts(straight_through=True), summary="k3's value with k2's gradient (verl's k3+).")
 @KL_ESTIMATORS.register("k3")
 def k3(x: KlInputs) -> torch.Tensor:
-    """k3 = r − log r − 1: unbiased and always ≥ 0 (GRPO's Eq. 4)."""
+    """k3 = r − log r − 1: unbiased and always ≥ 0 (GRPO's Eq. 4; Schulman 2020)."""
     return torch.exp(x.log_ratio) - x.log_ratio - 1.0
 
 
@@ -54,7 +54,7 @@ def absolute(x: KlInputs) -> torch.Tensor:
 
 @KL_ESTIMATORS.register("full", KlFacts(exact=True))
 def exact(x: KlInputs) -> torch.Tensor:
-    """The exact KL over the vocabulary at every position, computed by the update from logits (:func:`full_kl`)."""
+    """The exact KL Σ_v π_θ (log π_θ − log π_ref) at every position, from the update's logits (loss placement only)."""
     if x.exact is None:
         raise ValueError("kl.estimator=full needs the exact per-token KL from the update's forward pass")
     return x.exact

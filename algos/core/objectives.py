@@ -59,7 +59,7 @@ def clip(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, Surro
 
 @OBJECTIVES.register("cispo")
 def cispo(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
-    """CISPO (MiniMax-M1 Eq. 4): ℓ = −sg[clip(r, 1 − ε_low, 1 + ε_high)] · Â · log π_θ.
+    """CISPO (MiniMax-M1, arXiv 2506.13585, Eq. 4): ℓ = −sg[clip(r, 1 − ε_low, 1 + ε_high)] · Â · log π_θ.
 
     The weight is clipped and detached, so no token loses its gradient (PPO's clip zeroes it).
     TRL's ``cispo`` clips only above at ε_high (an absolute cap): ε_low = 1 and 1 + ε_high = that cap.
@@ -72,7 +72,7 @@ def cispo(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, Surr
 
 @OBJECTIVES.register("sapo")
 def sapo(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
-    """SAPO: ℓ = −f(r) · Â with the soft gate f(r) = 4 σ(τ (r − 1)) / τ, τ = τ_pos for Â > 0 else τ_neg.
+    """SAPO (arXiv 2511.20347): ℓ = −f(r) · Â, soft gate f(r) = 4 σ(τ (r − 1)) / τ, τ = τ_pos for Â > 0 else τ_neg.
 
     f(1) = 2/τ and f'(1) = 1, so on-policy it has PPO's gradient; far from 1 it decays smoothly
     instead of being cut off. Nothing is clipped (both fractions are 0).
@@ -85,9 +85,10 @@ def sapo(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, Surro
 
 @OBJECTIVES.register("gmpo", ObjectiveFacts(token_ratio_only=True))
 def gmpo(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
-    """GMPO: ℓ_i = −Â_i · exp(mean_t sgn(Â) · min(sgn(Â) log r_t, sgn(Â) clip(log r_t, log(1 − ε_low), log(1 + ε_high)))).
+    """GMPO (arXiv 2507.20673): ℓ_i = −Â_i · exp(mean_t clip(log r_t, log(1 − ε_low), log(1 + ε_high))), sign-aware.
 
-    The sequence's geometric-mean ratio of its token ratios, each clipped in log space on the side
+    ℓ_i = −Â_i · exp(mean_t sgn(Â) · min(sgn(Â) log r_t, sgn(Â) clip(log r_t, log(1 − ε_low),
+    log(1 + ε_high)))): the sequence's geometric-mean ratio of its token ratios, each clipped in log space on the side
     its advantage sign makes pessimistic; Â_i is the token mean of the advantages. The per-sequence
     loss is broadcast over the sequence's tokens (B, T), so a per-sequence mean of token means
     (``seq_mean_token_mean``) gives the paper's mean over responses.
@@ -114,7 +115,7 @@ def _reinforce(
 
 @OBJECTIVES.register("reinforce")
 def reinforce(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
-    """Plain REINFORCE / GPG: ℓ = −Â · log π_θ, no importance ratio and nothing clipped."""
+    """Plain REINFORCE / GPG (arXiv 2504.02546): ℓ = −Â · log π_θ, no importance ratio and nothing clipped."""
     return _reinforce(x.logprobs, x.advantages, x.mask)
 
 
@@ -126,10 +127,11 @@ def _covariance(advantages: torch.Tensor, logprobs: torch.Tensor, mask: torch.Te
 
 @OBJECTIVES.register("clip_cov", ObjectiveFacts(one_pass=True, dual_clip=True))
 def clip_cov(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
-    """Clip-Cov (Cui et al. 2025, Eq. 11): the clipped surrogate with ⌊cov_ratio · N⌋ tokens (at least one)
-    detached, drawn at random (``generator``) among the real tokens the clip leaves alone whose
-    covariance lies strictly inside ``clip_cov_bounds``. N counts the real tokens of ``mask``.
-    clip_frac_high reports the detached share."""
+    """Clip-Cov (Cui et al. 2025, arXiv 2505.22617, Eq. 11): clip, with a few tokens of high cov(Â, log π) detached.
+
+    ⌊cov_ratio · N⌋ tokens (at least one) are detached, drawn at random (``generator``) among the real
+    tokens the clip leaves alone whose covariance lies strictly inside ``clip_cov_bounds``. N counts
+    the real tokens of ``mask``. clip_frac_high reports the detached share."""
     ratio, advantages, mask = x.ratio, x.advantages, x.mask
     eps_low, eps_high = cfg.clip_eps_low, cfg.clip_eps_high
     loss, stats = clipped_surrogate(ratio, advantages, mask, eps_low, eps_high, cfg.dual_clip_c)
@@ -151,9 +153,10 @@ def clip_cov(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, S
 
 @OBJECTIVES.register("kl_cov", ObjectiveFacts(one_pass=True))
 def kl_cov(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
-    """KL-Cov (Cui et al. 2025, Eq. 12): ℓ = −Â · r, plus kl_cov_coef · |log r| on the ⌊cov_ratio · N⌋ tokens
-    (at least one) of largest covariance between Â and log π. No ratio clip; clip_frac_high reports
-    the penalised share."""
+    """KL-Cov (Cui et al. 2025, arXiv 2505.22617, Eq. 12): ℓ = −Â · r, a few tokens of top cov(Â, log π) KL-penalised.
+
+    The penalty kl_cov_coef · |log r| falls on the ⌊cov_ratio · N⌋ tokens (at least one) of largest
+    covariance between Â and log π. No ratio clip; clip_frac_high reports the penalised share."""
     mask = x.mask
     loss = -x.advantages * x.ratio
     covariance = _covariance(x.advantages, x.logprobs, mask).masked_fill(mask <= 0, -math.inf)
@@ -196,13 +199,13 @@ def _dppo(x: ObjectiveInputs, cfg: PolicyLossConfig, divergence: str) -> tuple[t
 
 @OBJECTIVES.register("dppo_tv")
 def dppo_tv(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
-    """DPPO-Binary with the total-variation trust region (:func:`_dppo`)."""
+    """DPPO-Binary (arXiv 2602.04879), total-variation trust region: −Â · sg[min(r, cap)] · log π_θ inside it."""
     return _dppo(x, cfg, "tv")
 
 
 @OBJECTIVES.register("dppo_kl")
 def dppo_kl(x: ObjectiveInputs, cfg: PolicyLossConfig) -> tuple[torch.Tensor, SurrogateStats]:
-    """DPPO-Binary with the binary-KL trust region (:func:`_dppo`)."""
+    """DPPO-Binary (arXiv 2602.04879), binary-KL trust region: −Â · sg[min(r, cap)] · log π_θ inside it."""
     return _dppo(x, cfg, "kl")
 
 

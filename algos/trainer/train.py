@@ -43,9 +43,9 @@ from accelerate.utils import DistributedDataParallelKwargs
 from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from algos.config.guardrails import warn_about
 from algos.config.presets import ConfigError, config_to_dict, flatten, load_config
-from algos.config.schema import RLConfig, whole_mini_batch_mechanisms
+from algos.config.rules import warn_about, whole_mini_batch_mechanisms
+from algos.config.schema import RLConfig
 from algos.core.kl_control import adapted_coef, measured_kl, with_coef
 from algos.engine.accuracy import accuracy
 from algos.engine.adapters import AdaptersOff

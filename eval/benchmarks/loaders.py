@@ -9,8 +9,10 @@ offline copies and their schema are described in ``shared/benchmarks/README.md``
 it needs the optional ``datasets`` package (the project's ``hub`` extra).
 
 The problem text becomes ``Problem.prompt`` unchanged: instructions such as "put the final answer
-in \\boxed{}" are added where prompts are built, not here. Each benchmark's entry in
-:data:`BENCHMARKS` names its grader kind, a key of :data:`eval.benchmarks.graders.GRADERS`.
+in \\boxed{}" are added where prompts are built, not here. :data:`BENCHMARKS` declares every benchmark
+but the built-in task, once: each entry names its grader kind (a key of
+:data:`eval.benchmarks.graders.GRADERS`), where its problems come from, and where its standard
+protocol departs from its suite's defaults; :mod:`eval.benchmarks.suites` builds a suite from each.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,17 +62,23 @@ class HubSource:
 
 @dataclass(frozen=True)
 class BenchmarkSpec:
-    """One registered benchmark: its grader kind and where its problems come from.
+    """One registered benchmark: its grader kind, where its problems come from, and its own protocol.
 
     file: name of its JSONL file in the benchmark folder. hub: a default :class:`HubSource`
     (None where no hub copy has been checked). loader: for a benchmark read by its own module,
-    ``loader(limit) -> problems``; it then has neither file nor hub source here.
+    ``loader(limit) -> problems``; it then has neither file nor hub source here. protocol: the
+    fields of its standard protocol that differ from its suite's defaults (greedy decoding).
     """
 
     grader: GraderKind
     file: str | None = None
     hub: HubSource | None = None
     loader: Callable[[int | None], list[Problem]] | None = None
+    protocol: Mapping[str, Any] = field(default_factory=dict)
+
+
+AIME_SAMPLING = {"samples": 32, "temperature": 1.0, "top_p": 0.7}
+"""AIME's standard protocol: avg@32 at T = 1.0, top-p 0.7, as DAPO and VAPO score it."""
 
 
 def _load_humaneval(limit: int | None) -> list[Problem]:
@@ -85,8 +93,14 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
         grader="integer",
         file="aime24.jsonl",
         hub=HubSource("HuggingFaceH4/aime_2024", split="train", id_field="id", solution_field="solution"),
+        protocol=AIME_SAMPLING,
     ),
-    "aime25": BenchmarkSpec(grader="integer", file="aime25.jsonl", hub=HubSource("math-ai/aime25", id_field="id")),
+    "aime25": BenchmarkSpec(
+        grader="integer",
+        file="aime25.jsonl",
+        hub=HubSource("math-ai/aime25", id_field="id"),
+        protocol=AIME_SAMPLING,
+    ),
     "amc23": BenchmarkSpec(
         grader="integer",
         file="amc23.jsonl",
@@ -110,7 +124,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
     ),
     "humaneval": BenchmarkSpec(grader="code", loader=_load_humaneval),
 }
-"""Benchmark name -> how to load and grade it.
+"""Benchmark name -> how to load, grade and score it.
 
 The hub sources' splits and columns are those of the datasets' cards and of evaluation code that
 reads them (aime_2024: train, with id/problem/solution/answer; aime25: test, id/problem/answer;
@@ -217,10 +231,10 @@ def _problem(row: Any, where: str) -> Problem:
     if not isinstance(row, dict):
         # A ValueError like every other malformed row, so that callers handle one kind of bad file.
         raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")  # noqa: TRY004
-    for field in ("id", "problem", "answer"):
-        value = row.get(field)
+    for name in ("id", "problem", "answer"):
+        value = row.get(name)
         if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"{where}: field '{field}' must be a non-empty string, got {value!r:.60}")
+            raise ValueError(f"{where}: field '{name}' must be a non-empty string, got {value!r:.60}")
     solution = row.get("solution")
     if solution is not None and not isinstance(solution, str):
         raise ValueError(f"{where}: field 'solution' must be a string, got {type(solution).__name__}")

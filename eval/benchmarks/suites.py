@@ -1,8 +1,10 @@
 """What scoring each benchmark takes: its problems, how a response is judged, and its standard protocol.
 
-Protocol defaults follow the papers being reproduced: AIME is scored as avg@32 at T = 1.0, top-p 0.7
-(DAPO, VAPO); the other benchmarks greedily. The prompt asks for a boxed final answer (the Qwen2.5-Math
-convention); HumanEval prompts are code to continue, and the built-in task's prompts are its worksheets.
+Protocol defaults follow the papers being reproduced: greedy decoding, except where a benchmark's
+entry in :data:`~eval.benchmarks.loaders.BENCHMARKS` departs from it (AIME: avg@32, as DAPO and
+VAPO). The prompt asks for a boxed final answer (the Qwen2.5-Math convention); HumanEval prompts are
+code to continue, and the built-in task's prompts are its worksheets. The benchmarks are the
+built-in task and one suite per entry of ``BENCHMARKS``, so a benchmark is declared there alone.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eval.benchmarks.graders import GRADERS, extract_final_answer
-from eval.benchmarks.loaders import BENCHMARKS, load_benchmark
+from eval.benchmarks.loaders import BENCHMARKS, BenchmarkSpec, load_benchmark
 from eval.benchmarks.metrics import avg_at_k, interval_over_problems, maj_at_k, mean_pass_at_k
 from eval.tasks.records import Problem
 
@@ -101,25 +103,28 @@ def answer_judge(grade: Callable[[str, str], bool], extract: Callable[[str], str
     return judge
 
 
-def _math_suite(name: str, **protocol: Any) -> Suite:
-    grader = BENCHMARKS[name].grader
+def _math_suite(name: str, spec: BenchmarkSpec) -> Suite:
+    """A benchmark of stated answers: the boxed-answer prompt, the final answer graded by the spec's grader kind."""
+    grade = GRADERS[spec.grader]
     return Suite(
         load=lambda limit: load_benchmark(name, limit=limit),
-        judge=answer_judge(GRADERS[grader], extract_final_answer),
+        judge=answer_judge(grade, extract_final_answer),
         extractor="eval.benchmarks.graders.extract_final_answer (last statement of an answer, else last number)",
-        grader=f"eval.benchmarks.graders.{GRADERS[grader].__name__}",
+        grader=f"eval.benchmarks.graders.{grade.__name__}",
         protocol_defaults={
             "samples": 0,
             "temperature": 1.0,
             "top_p": 1.0,
             "max_new_tokens": MATH_BUDGET,
             "prompt_template": BOXED_TEMPLATE,
-            **protocol,
+            **spec.protocol,
         },
     )
 
 
-def _humaneval_suite() -> Suite:
+def _code_suite(name: str, spec: BenchmarkSpec) -> Suite:
+    """A code benchmark (HumanEval): the response continues the prompt's code and must pass the tests."""
+
     def judge(problems: Sequence[Problem], texts: Sequence[str]) -> list[tuple[str | None, bool]]:
         from eval.benchmarks.humaneval import grade_many
 
@@ -132,7 +137,7 @@ def _humaneval_suite() -> Suite:
         return {"isolation": isolation.kind, "description": isolation.description}
 
     return Suite(
-        load=lambda limit: load_benchmark("humaneval", limit=limit),
+        load=lambda limit: load_benchmark(name, limit=limit),
         judge=judge,
         extractor="none: the response continues the prompt's code",
         grader="eval.benchmarks.humaneval.grade_many (tests run in the grader, the completion in eval.sandbox.host)",
@@ -142,6 +147,7 @@ def _humaneval_suite() -> Suite:
             "top_p": 1.0,
             "max_new_tokens": 512,
             "prompt_template": RAW_TEMPLATE,
+            **spec.protocol,
         },
         votes=False,
         sandbox=sandbox,
@@ -172,15 +178,14 @@ def headline_metric(metrics: dict[str, float]) -> str:
     return sampled[0] if sampled else "greedy_pass@1"
 
 
-AIME_SAMPLING = {"samples": 32, "temperature": 1.0, "top_p": 0.7}
+def _suite(name: str, spec: BenchmarkSpec) -> Suite:
+    """A registered benchmark's suite: code runs its tests, any other grader kind judges a stated answer."""
+    return _code_suite(name, spec) if spec.grader == "code" else _math_suite(name, spec)
+
 
 SUITES: dict[str, Suite] = {
     "chain": _chain_suite(),
-    "aime24": _math_suite("aime24", **AIME_SAMPLING),
-    "aime25": _math_suite("aime25", **AIME_SAMPLING),
-    "amc23": _math_suite("amc23"),
-    "math500": _math_suite("math500"),
-    "gsm8k": _math_suite("gsm8k"),
-    "humaneval": _humaneval_suite(),
+    **{name: _suite(name, spec) for name, spec in BENCHMARKS.items()},
 }
-"""Benchmark name -> its suite. ``chain`` is the built-in task's test split (256 problems unless limited)."""
+"""Benchmark name -> its suite: ``chain``, the built-in task's test split (256 problems unless limited), then
+one suite per entry of :data:`~eval.benchmarks.loaders.BENCHMARKS`, in its order."""

@@ -7,7 +7,7 @@ import pytest
 import torch
 from pydantic import Field
 
-from algos.config.presets import ConfigError, load_config
+from algos.config.presets import ConfigError, config_keys, load_config
 from algos.config.registry import (
     ADVANTAGE_ESTIMATORS,
     FAMILIES,
@@ -16,7 +16,8 @@ from algos.config.registry import (
     ObjectiveFacts,
     Registry,
 )
-from algos.config.schema import group_estimators, per_sequence_estimators
+from algos.config.rules import group_estimators, per_sequence_estimators
+from algos.config.schema import PolicyLossConfig, field_docs
 from algos.core.loss import LossInputs, compose_loss, mini_batch_denominators
 
 
@@ -34,6 +35,18 @@ def test_every_member_has_a_summary_and_one_signature():
         assert len(arities) == 1, f"{family.family}: members take {arities} arguments"
         for member in family:
             assert member.summary, f"{family.family} '{member.name}' has no docstring"
+
+
+def test_every_registered_member_is_listed_in_the_description_of_its_key():
+    for family in FAMILIES:
+        shown = config_keys()[family.key]
+        for member in family:
+            assert f"{member.name}: {member.summary}" in shown, f"{family.key} does not describe '{member.name}'"
+
+
+def test_a_new_member_is_described_with_its_key_where_descriptions_are_shown(scratch_objective):
+    scratch_objective.register("half_clip")(_half)
+    assert "half_clip: Half the clipped surrogate's loss" in field_docs(PolicyLossConfig, "policy_loss.")["objective"]
 
 
 def test_a_failed_lookup_names_the_key_and_every_valid_choice():

@@ -1,12 +1,14 @@
 import logging
 
-from algos.config.guardrails import warn_about
-from algos.config.presets import load_config
+import pytest
+
+from algos.config.presets import ConfigError, load_config
+from algos.config.rules import warn_about
 
 
 def fired(cfg, caplog, **kwargs):
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="algos.config.guardrails"):
+    with caplog.at_level(logging.WARNING, logger="algos.config.rules"):
         messages = warn_about(cfg, **kwargs)
     assert [r.getMessage() for r in caplog.records] == messages
     return " ".join(messages)
@@ -46,3 +48,15 @@ def test_dynamic_sampling_on_reward(caplog):
 def test_sequence_ratio_with_token_sum(caplog):
     cfg = load_config("gspo", overrides=["policy_loss.aggregation=seq_mean_token_sum_norm"])
     assert "long responses weigh more" in fired(cfg, caplog)
+
+
+def test_a_config_breaking_several_invariants_fails_with_each_message_in_the_order_of_the_checks():
+    overrides = ["rollout.group_size=1", "kl.controller=adaptive", "reward.correct=0", "optim.mini_batches=3"]
+    with pytest.raises(ConfigError) as error:
+        load_config("dr_grpo", overrides=overrides)
+    assert str(error.value) == (
+        "invalid config: kl.controller=adaptive scales beta from kl.coef, which is 0: set kl.coef > 0 or "
+        "kl.controller=fixed; advantage.estimator=group_mean compares responses within a group: set "
+        "rollout.group_size >= 2; optim.mini_batches=3 must divide the rollout batch P*G=16; "
+        "reward.correct must be greater than reward.incorrect"
+    )
