@@ -201,10 +201,15 @@ def group_size_violations(cfg: RLConfig) -> Iterator[str]:
 
 
 def gae_option_violations(cfg: RLConfig) -> Iterator[str]:
-    """The length-adaptive and the decoupled λ are options of GAE."""
+    """The length-adaptive and the decoupled λ are options of GAE, the estimators that read a critic's values."""
     adv = cfg.advantage
-    if adv.estimator != "gae" and (adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None):
-        yield "advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set advantage.estimator=gae"
+    lambda_options = adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None
+    if lambda_options and not ADVANTAGE_ESTIMATORS[adv.estimator].facts.needs_critic:
+        with_critic = " or ".join(ADVANTAGE_ESTIMATORS.having(lambda facts: facts.needs_critic))
+        yield (
+            "advantage.adaptive_lambda_alpha and advantage.lambda_critic are GAE options: set "
+            f"advantage.estimator={with_critic}"
+        )
 
 
 def objective_parameter_violations(cfg: RLConfig) -> Iterator[str]:
