@@ -16,7 +16,7 @@ from algos.engine.distributed import Processes
 from algos.engine.models import ChatFormat
 from algos.engine.seeding import derive_seed
 from algos.trainer.reward_model import fit_reward_model
-from algos.trainer.rollout import collect_rollout
+from algos.trainer.rollout import RolloutBatch, collect_rollout
 from algos.trainer.update import Learner, update
 from eval.tasks.sources import TaskData
 
@@ -39,24 +39,10 @@ def prepare_critic(
     ``reward_model/…`` and ``value_pretraining/…`` (the critic before that step's update, and its loss).
     """
     policy, critic = accelerator.unwrap_model(learner.policy), accelerator.unwrap_model(learner.critic)
-    if cfg.critic.init == "reward_model":
-        for index in range(cfg.critic.reward_model_steps):
-            seed = derive_seed(cfg.seed, "reward-model", index)
-            batch = collect_rollout(
-                cfg,
-                seed,
-                sampling_policy=policy,
-                tokenizer=tokenizer,
-                task=task,
-                chat=chat,
-                critic=critic,
-                processes=processes,
-            )
-            if batch.size:  # every process fits the whole batch: the same gradient, averaged
-                log_phase(index, fit_reward_model(cfg, learner.critic, learner.critic_optimizer, accelerator, batch))
-    for index in range(cfg.critic.pretrain_steps):
-        seed = derive_seed(cfg.seed, "pretrain", index)
-        batch = collect_rollout(
+
+    def initial_rollout(seed: int) -> RolloutBatch:
+        """A rollout of the initial policy, scored by the critic as it is now."""
+        return collect_rollout(
             cfg,
             seed,
             sampling_policy=policy,
@@ -66,6 +52,15 @@ def prepare_critic(
             critic=critic,
             processes=processes,
         )
+
+    if cfg.critic.init == "reward_model":
+        for index in range(cfg.critic.reward_model_steps):
+            batch = initial_rollout(derive_seed(cfg.seed, "reward-model", index))
+            if batch.size:  # every process fits the whole batch: the same gradient, averaged
+                log_phase(index, fit_reward_model(cfg, learner.critic, learner.critic_optimizer, accelerator, batch))
+    for index in range(cfg.critic.pretrain_steps):
+        seed = derive_seed(cfg.seed, "pretrain", index)
+        batch = initial_rollout(seed)
         if batch.size == 0:
             continue
         mask = batch.sequences.response_mask.float()
