@@ -95,8 +95,8 @@ def test_ablations_pipeline_end_to_end_then_reruns_only_what_is_missing(tmp_path
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(edited))
     rerun = snakemake(tmp_path, targets=both)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    trained = re.findall(r"Training dr_grpo_bias / (\w+) / seed \d", rerun.stdout + rerun.stderr)
-    assert sorted(trained) == ["dr_grpo", "dr_grpo"]
+    trained = re.findall(r"Training dr_grpo_bias / (\w+) / seeds 0, 1", rerun.stdout + rerun.stderr)
+    assert trained == ["dr_grpo"]  # one job trains the row's block of seeds
     for seed, before in metrics_before.items():
         assert (dr_grpo / seed / "metrics.jsonl").read_text() != before
         assert yaml.safe_load((dr_grpo / seed / "config.yaml").read_text())["rollout"]["max_new_tokens"] == 6
@@ -106,20 +106,23 @@ def test_ablations_pipeline_end_to_end_then_reruns_only_what_is_missing(tmp_path
 
     shutil.rmtree(tmp_path / "results" / "runs" / "dr_grpo_bias" / "grpo" / "seed1")
     plan = snakemake(tmp_path, "-n", targets=both)
-    assert "Training dr_grpo_bias / grpo / seed 1" in plan.stdout
+    assert "Training dr_grpo_bias / grpo / seeds 0, 1" in plan.stdout  # seed 0 finishes from its last checkpoint
     assert plan.stdout.count("Training ") == 1 and "Reporting dr_grpo_bias" in plan.stdout
-    assert plan.stdout.count("Scoring ") == 1 and "Scoring dr_grpo_bias/grpo/seed1 on chain" in plan.stdout
+    assert "Scoring dr_grpo_bias/grpo/seed1 on chain" in plan.stdout
 
 
-def _finished_runs(workdir):
-    """Outputs of the training jobs that Snakemake's log of the (first) invocation reports finished."""
+def _finished_jobs(workdir):
+    """Outputs of each training job that Snakemake's log of the (first) invocation reports finished."""
     logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
     if not logs:
         return []
     text = logs[0].read_text()
-    started = dict(re.findall(r"Job (\d+): Training dr_grpo_bias / (\w+ / seed \d+)", text))
-    rows = [started[job].split(" / seed ") for job in re.findall(r"Finished jobid: (\d+) \(Rule: train_row\)", text)]
-    return [workdir / f"results/runs/dr_grpo_bias/{row}/seed{seed}/final_metrics.json" for row, seed in rows]
+    started = dict(re.findall(r"Job (\d+): Training dr_grpo_bias / (\w+ / seeds [\d, ]+)", text))
+    blocks = [started[job].split(" / seeds ") for job in re.findall(r"Finished jobid: (\d+) \(Rule: train_", text)]
+    return [
+        [workdir / f"results/runs/dr_grpo_bias/{row}/seed{seed}/final_metrics.json" for seed in seeds.split(", ")]
+        for row, seeds in blocks
+    ]
 
 
 @pytest.mark.slow
@@ -134,18 +137,19 @@ def test_a_killed_workflow_finishes_on_rerun_without_redoing_finished_runs(tmp_p
         start_new_session=True,  # its own process group, so the kill reaches the training jobs too
     )
     deadline = time.monotonic() + 300
-    while not _finished_runs(tmp_path) and time.monotonic() < deadline:
+    while not _finished_jobs(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.2)
     os.killpg(workflow.pid, signal.SIGKILL)
     workflow.wait()
-    finished = {path: path.stat().st_mtime_ns for path in _finished_runs(tmp_path)}
-    assert finished and len(finished) < 8, "the kill should land part-way through the campaign"
+    jobs = _finished_jobs(tmp_path)
+    finished = {path: path.stat().st_mtime_ns for outputs in jobs for path in outputs}
+    assert jobs and len(jobs) < 4, "the kill should land part-way through the campaign (4 jobs of 2 seeds)"
 
     assert snakemake(tmp_path, "--unlock").returncode == 0  # a killed Snakemake leaves its lock behind
     rerun = snakemake(tmp_path, "--rerun-incomplete")
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert {path: path.stat().st_mtime_ns for path in finished} == finished
-    assert rerun.stdout.count("Training ") + rerun.stderr.count("Training ") == 8 - len(finished)
+    assert rerun.stdout.count("Training ") + rerun.stderr.count("Training ") == 4 - len(jobs)
     outputs = sorted(runs.glob("*/seed*/final_metrics.json"))
     assert len(outputs) == 8 and all("eval/test/accuracy_t1" in json.loads(p.read_text()) for p in outputs)
     assert "(n=2)" in (tmp_path / "results" / "reports" / "dr_grpo_bias.md").read_text()

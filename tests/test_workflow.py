@@ -36,13 +36,13 @@ def test_every_profile_plans_the_ablations(profile):
         pytest.importorskip(f"snakemake_executor_plugin_{profile}", reason="needs the 'cluster' extra")
     result = snakemake("-n", "--profile", f"experiments/profiles/{profile}", "ablations")
     assert result.returncode == 0, result.stderr
-    assert "train_row" in result.stdout and "ablation_report" in result.stdout
+    assert "train_block_0" in result.stdout and "ablation_report" in result.stdout
 
 
 def test_a_budget_override_that_erases_a_row_difference_fails_before_any_job(tmp_path):
     (tmp_path / "budget.yaml").write_text("ablations:\n  overrides: [critic.pretrain_steps=5]\n")
     result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "budget.yaml"))
-    assert result.returncode != 0 and "train_row" not in result.stdout
+    assert result.returncode != 0 and "train_block_0" not in result.stdout
     assert "spec 'vapo_table1': the campaign override 'critic.pretrain_steps=5'" in result.stdout + result.stderr
 
 
@@ -59,7 +59,7 @@ def test_a_hub_model_replaces_the_built_in_base_by_config_alone(tmp_path):
     (tmp_path / "hub.yaml").write_text("model: Qwen/Qwen2.5-Math-1.5B\nablations:\n  step_scale: 1.0\n")
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "hub.yaml"))
     assert result.returncode == 0, result.stderr
-    assert "model.name_or_path=Qwen/Qwen2.5-Math-1.5B" in result.stdout and "base_model" not in result.stdout
+    assert "--model Qwen/Qwen2.5-Math-1.5B" in result.stdout and "base_model" not in result.stdout
 
 
 def test_the_sweep_target_plans_one_job_per_trial_and_a_report():
@@ -104,16 +104,32 @@ def test_training_processes_launch_each_run_under_accelerate(tmp_path):
     )
     result = snakemake("ablations", "-n", "-p", "--configfile", str(tmp_path / "training.yaml"))
     assert result.returncode == 0, result.stderr
-    command = "accelerate launch --config_file experiments/accelerate/fsdp2.yaml --num_processes 4 -m algos.trainer.train"
+    command = "accelerate launch --config_file experiments/accelerate/fsdp2.yaml --num_processes 4 -m algos.campaign.seed_block"
     assert command in result.stdout
+
+
+def test_seeds_train_in_blocks_of_the_configured_size(tmp_path):
+    (tmp_path / "blocks.yaml").write_text("ablations:\n  specs: [dr_grpo_bias]\n  block_size: 2\n")
+    result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "blocks.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("Training dr_grpo_bias / grpo / seeds 0, 1") == 1
+    assert result.stdout.count("Training dr_grpo_bias / grpo / seeds 2") == 1
+    assert "python -m algos.campaign.seed_block --spec dr_grpo_bias --row grpo --seeds 0 1 --runs" in result.stdout
+
+
+@pytest.mark.parametrize("size", ["0", "-1", "1.5"])
+def test_a_block_size_that_is_not_a_positive_integer_fails_naming_the_key(size, tmp_path):
+    (tmp_path / "blocks.yaml").write_text(f"ablations:\n  block_size: {size}\n")
+    result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "blocks.yaml"))
+    assert result.returncode != 0 and "['ablations']['block_size']" in result.stdout + result.stderr
 
 
 def test_a_planned_campaign_runs_the_pilot_then_plans_its_seeds(tmp_path):
     (tmp_path / "planned.yaml").write_text("ablations:\n  specs: [dr_grpo_bias]\n  plan: true\n")
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "planned.yaml"))
     assert result.returncode == 0, result.stderr
-    # The pilot (3 seeds of each of the 4 rows), then the checkpoint; the rest waits for its plan.
-    assert result.stdout.count("Training dr_grpo_bias / ") == 12 and "/seed3" not in result.stdout
+    # The pilot (3 seeds of each of the 4 rows, one job each), then the checkpoint; the rest waits for its plan.
+    assert result.stdout.count("Training dr_grpo_bias / ") == 4 and "/seed3" not in result.stdout
     assert "Planning the seeds of dr_grpo_bias from its pilot" in result.stdout
     assert "python -m reports.plan_seeds --spec dr_grpo_bias" in result.stdout
 
@@ -121,7 +137,9 @@ def test_a_planned_campaign_runs_the_pilot_then_plans_its_seeds(tmp_path):
 def test_the_calibration_target_trains_one_row_with_its_seeds_then_reports():
     result = snakemake("calibration", "-n", "--forceall", "-p")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("Training dapo_table1 / naive_grpo / seed") == 12
+    # Seeds 0-2 as the campaign's block, the other nine one a job.
+    assert result.stdout.count("Training dapo_table1 / naive_grpo / seeds 0, 1, 2") == 1
+    assert result.stdout.count("Training dapo_table1 / naive_grpo / seeds") == 10
     assert "python -m reports.calibration --spec dapo_table1 --row naive_grpo" in result.stdout
 
 

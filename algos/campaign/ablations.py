@@ -463,12 +463,17 @@ def list_specs(ablations_dir: Path = ABLATIONS_DIR) -> int:
     return 2 if broken else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m algos.campaign.ablations", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--list", action="store_true", help="list the specs and their rows")
-    parser.add_argument("--spec", help="spec name (see --list)")
-    parser.add_argument("--ablations-dir", type=Path, default=ABLATIONS_DIR, help="folder of spec files")
-    parser.add_argument("--row", help="print this row's resolved config")
+def row_config_text(spec: AblationSpec, row_id: str, budget: Budget) -> str:
+    """The row's resolved config as YAML, as a campaign with ``budget`` runs it, under comment lines naming the
+    row, the row it is compared with and its endpoints (scaled to the budget's step count)."""
+    row = spec.row(row_id)
+    lines = [f"# {spec.name} / {row.id}: {row.label} (compared with {row.compare_to}); endpoints:"]
+    lines += [f"#   {endpoint.scaled(budget.step_scale).describe()}" for endpoint in row.endpoints]
+    return "\n".join(lines) + "\n" + yaml.safe_dump(config_to_dict(spec.config(row_id, budget)), sort_keys=False)
+
+
+def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command-line options of a campaign's :class:`Budget`."""
     parser.add_argument("--step-scale", type=float, default=1.0, help="campaign budget: times every step count")
     parser.add_argument(
         "--eval-points",
@@ -479,23 +484,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tuned", action="append", default=[], metavar="PRESET:KEY=VALUE", help="a tuned value of one preset's rows"
     )
-    args = parser.parse_args(argv)
+
+
+def budget_from(args: argparse.Namespace) -> Budget:
+    """The :class:`Budget` of the options :func:`add_budget_arguments` declared."""
     tuned: dict[str, tuple[str, ...]] = {}
     for text in args.tuned:
         preset, _, setting = text.partition(":")
         tuned[preset] = (*tuned.get(preset, ()), setting)
-    budget = Budget(tuple(args.set), args.step_scale, tuned, args.eval_points)
+    return Budget(tuple(args.set), args.step_scale, tuned, args.eval_points)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m algos.campaign.ablations", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="list the specs and their rows")
+    parser.add_argument("--spec", help="spec name (see --list)")
+    parser.add_argument("--ablations-dir", type=Path, default=ABLATIONS_DIR, help="folder of spec files")
+    parser.add_argument("--row", help="print this row's resolved config")
+    add_budget_arguments(parser)
+    args = parser.parse_args(argv)
+    budget = budget_from(args)
     try:
         if args.list or not args.spec:
             return list_specs(args.ablations_dir)
         elif args.row:
-            spec = read_spec(args.spec, args.ablations_dir)
-            row = spec.row(args.row)
-            print(f"# {spec.name} / {row.id}: {row.label} (compared with {row.compare_to}); endpoints:")
-            for endpoint in row.endpoints:
-                print(f"#   {endpoint.scaled(budget.step_scale).describe()}")
-            config = spec.config(args.row, budget)
-            print(yaml.safe_dump(config_to_dict(config), sort_keys=False), end="")
+            print(row_config_text(read_spec(args.spec, args.ablations_dir), args.row, budget), end="")
         else:
             spec = read_spec(args.spec, args.ablations_dir)
             for row in spec.rows:

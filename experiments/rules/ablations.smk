@@ -1,8 +1,41 @@
-rule train_row:
-    """Train one seed of one ablation row from the built-in base (or the configured model).
+TRAIN_SHELL = (
+    "mkdir -p results/runs/{wildcards.spec}/{wildcards.row} && {params.train} --spec {wildcards.spec} "
+    "--row {wildcards.row} --seeds {params.seeds} --runs results/runs --model {params.model} {params.budget} > {log} 2>&1"
+)
+"""A training job: one process trains its seeds of one row, one after the other (algos.campaign.seed_block)."""
 
-    A changed row config reruns only that row, from scratch: the old run's checkpoint and files are discarded.
-    """
+for _block, _seeds in enumerate(SEED_BLOCKS):
+
+    rule:
+        """Train a block of seeds of one ablation row, in one process, from the built-in base (or the configured model).
+
+        A changed row config reruns only that row, from scratch: the old runs' checkpoints and files are discarded.
+        """
+        name:
+            f"train_block_{_block}"
+        input:
+            base=BASE_INPUT,
+        output:
+            [f"results/runs/{{spec}}/{{row}}/seed{seed}/final_metrics.json" for seed in _seeds],
+        log:
+            f"results/logs/train/{{spec}}/{{row}}/seeds{_seeds[0]}-{_seeds[-1]}.log",
+        conda:
+            "../envs/harness.yml"
+        params:
+            config_hash=row_config_hash,
+            budget=budget_options,
+            model=start_model,
+            seeds=" ".join(map(str, _seeds)),
+            train=TRAIN_COMMAND,
+        threads: TRAIN_PROCESSES
+        message:
+            f"Training {{wildcards.spec}} / {{wildcards.row}} / seeds {', '.join(map(str, _seeds))}"
+        shell:
+            TRAIN_SHELL
+
+
+rule train_row:
+    """Train one seed of one ablation row outside the blocks (a calibration's or a seed plan's further seeds)."""
     input:
         base=BASE_INPUT,
     output:
@@ -15,20 +48,18 @@ rule train_row:
         config_hash=row_config_hash,
         budget=budget_options,
         model=start_model,
-        run="results/runs/{spec}/{row}/seed{seed}",
+        seeds="{seed}",
         train=TRAIN_COMMAND,
     wildcard_constraints:
         seed=r"\d+",
     threads: TRAIN_PROCESSES
     message:
-        "Training {wildcards.spec} / {wildcards.row} / seed {wildcards.seed}"
+        "Training {wildcards.spec} / {wildcards.row} / seeds {wildcards.seed}"
     shell:
-        "mkdir -p {params.run} && python -m algos.campaign.ablations --spec {wildcards.spec} --row {wildcards.row} {params.budget} "
-        "> {params.run}/row_config.yaml 2> {log} && OMP_NUM_THREADS=1 {params.train} "
-        "--config {params.run}/row_config.yaml --out {params.run} --on-config-change restart "
-        "model.name_or_path={params.model} seed={wildcards.seed} "
-        "tracking.experiment={wildcards.spec} tracking.parent_run={wildcards.row} tracking.run_name=seed{wildcards.seed} "
-        ">> {log} 2>&1"
+        TRAIN_SHELL
+
+
+workflow.ruleorder(*(f"train_block_{block}" for block in range(len(SEED_BLOCKS))), "train_row")  # blocks first
 
 
 rule ablation_report:

@@ -40,12 +40,18 @@ for _preset in BUDGET.tuned:
     BUDGET.tuned_settings(_preset)  # likewise an unknown tuned key
 TRAIN_PROCESSES = config["training"]["processes"]
 TRAIN_COMMAND = (
-    "python -m algos.trainer.train"
+    "python -m algos.campaign.seed_block"
     if TRAIN_PROCESSES == 1
     else f"accelerate launch --config_file {shlex.quote(config['training']['accelerate_config'])} "
-    f"--num_processes {TRAIN_PROCESSES} -m algos.trainer.train"
+    f"--num_processes {TRAIN_PROCESSES} -m algos.campaign.seed_block"
 )
-"""How a training job starts: one process, or ``training.processes`` under accelerate."""
+"""How a training job starts: one process for its block of seeds, or ``training.processes`` under accelerate."""
+SEED_BLOCKS = [
+    list(range(first, min(first + config["ablations"]["block_size"], config["ablations"]["seeds"])))
+    for first in range(0, config["ablations"]["seeds"], config["ablations"]["block_size"])
+]
+"""The seeds 0..ablations.seeds-1 in blocks of ablations.block_size, each block trained by one job; any other
+seed (a calibration's or a seed plan's beyond them) is a job of its own."""
 SWEEP_STORAGE_OPTION = f"--storage {shlex.quote(config['sweeps']['storage'])}" if config["sweeps"]["storage"] else ""
 for _sweep in config["sweeps"]["specs"]:
     read_sweep(_sweep)  # likewise a bad search space
