@@ -447,14 +447,17 @@ class RolloutConfig:
     correction_high: Positive = Field(
         2.0, description="Upper bound of the correction weight (verl rollout_is_threshold 2; TRL clip_max 3)."
     )
-    old_logprobs: Literal["auto", "score"] = Field(
+    old_logprobs: Literal["auto", "score", "sampler"] = Field(
         "auto",
         description=(
             "How log π_old is obtained. score: a separate forward pass of the sampling policy after "
             "sampling. auto: where one optimizer step per rollout is taken by the policy that sampled "
             "(1 epoch, 1 mini-batch, staleness 0, no dropout) and nothing reads π_old before the update "
             "(no KL in the reward, no group-expectation ratio, no critic), π_old is the update's own "
-            "forward pass, detached: the same numbers without the extra pass; elsewhere as score."
+            "forward pass, detached: the same numbers without the extra pass; elsewhere as score. "
+            "sampler: the log-probabilities the sampler computed while drawing each token (its KV-cache "
+            "logits over the temperature, as vLLM/SGLang rollouts return them): no pass at all, but "
+            "they differ from a scoring pass by float rounding, so a run's numbers change slightly."
         ),
     )
 

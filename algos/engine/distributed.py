@@ -122,7 +122,8 @@ def generate_share(
     result = generate(model, prompt_ids[mine], prompt_mask[mine], shard=shard, **options)
     if not empty:
         return result
-    return Generation(result.response_ids[:0], result.response_mask[:0], result.truncated[:0])
+    logprobs = result.logprobs[:0] if result.logprobs is not None else None
+    return Generation(result.response_ids[:0], result.response_mask[:0], result.truncated[:0], logprobs)
 
 
 def score_share(

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
+from algos.core.logprobs import token_logprobs
+
 
 @dataclass(frozen=True)
 class Generation:
@@ -24,12 +26,14 @@ class Generation:
 
     response_ids: (N, T) right-padded with the pad id after the end. response_mask: (N, T) 1 on
     real response tokens, the end-of-sequence token included. truncated: (N,) bool, no end token
-    within the budget.
+    within the budget. logprobs: (N, T) log-probability of each token under the sampling logits divided
+    by the temperature (0 after the end), when asked for.
     """
 
     response_ids: torch.Tensor
     response_mask: torch.Tensor
     truncated: torch.Tensor
+    logprobs: torch.Tensor | None = None
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -140,6 +144,7 @@ def generate(
     greedy: bool = False,
     generator: torch.Generator | None = None,
     shard: BatchShard | None = None,
+    with_logprobs: bool = False,
 ) -> Generation:
     """Sample (or greedily decode) up to ``max_new_tokens`` per prompt, stopping rows at their end token.
 
@@ -151,6 +156,8 @@ def generate(
     stream, and with it every live row's tokens, is the same as when all N rows are run to the end.
     With a ``shard`` these N rows are one process's part of a larger batch (see :class:`BatchShard`);
     at least one row then stays in the batch, so every process runs a forward pass at every step.
+    ``with_logprobs``: also return each token's log-probability under the logits it was drawn from,
+    divided by ``temperature`` (the scoring pass's convention; the nucleus cut-off is not renormalised).
     """
     rows = prompt_ids.shape[0]
     device = prompt_ids.device
@@ -163,13 +170,15 @@ def generate(
     next_position = position_ids(prompt_mask)[:, -1:] + 1  # (A, 1)
     finished = torch.zeros(rows, dtype=torch.bool, device=device)
     end_ids = torch.as_tensor(eos_token_id, device=device).reshape(-1)  # (E,)
-    tokens, alive = [], []
+    tokens, alive, logprobs = [], [], []
     for step in range(max_new_tokens):
         logits[in_batch] = batch_logits
         token = logits.argmax(dim=-1) if greedy else sample_tokens(logits, temperature, top_p, generator, shard)
         token = token.masked_fill(finished, pad_token_id)
         tokens.append(token)
         alive.append(~finished)
+        if with_logprobs:
+            logprobs.append(token_logprobs(logits / temperature, token).masked_fill(finished, 0.0))
         finished = finished | torch.isin(token, end_ids)
         ended_here = bool(finished.all())
         if (shard.all_ended(ended_here) if shard is not None else ended_here) or step == max_new_tokens - 1:
@@ -197,4 +206,5 @@ def generate(
         response_ids=torch.stack(tokens, dim=-1),
         response_mask=torch.stack(alive, dim=-1).long(),
         truncated=~finished,
+        logprobs=torch.stack(logprobs, dim=-1) if with_logprobs else None,
     )

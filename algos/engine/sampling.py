@@ -31,13 +31,15 @@ class Responses:
 
     sequences: prompts (N, T_prompt) left-padded and responses (N, T) right-padded, the end token in the
     response mask. truncated: (N,) bool, no end token within the budget. texts: each response decoded;
-    answers: the reference answer of each row's problem.
+    answers: the reference answer of each row's problem. logprobs: (N, T) the sampler's log-probability of
+    each response token, when asked for (:func:`~algos.engine.generation.generate`'s ``with_logprobs``).
     """
 
     sequences: SequenceBatch
     truncated: torch.Tensor
     texts: list[str]
     answers: list[str]
+    logprobs: torch.Tensor | None = None
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -82,6 +84,7 @@ def sample(
     top_p: float = 1.0,
     generator: torch.Generator | None = None,
     processes: Processes | None = None,
+    with_logprobs: bool = False,
 ) -> Responses:
     """``group_size`` responses to each of ``problems`` in one generation batch: this process's share of the groups.
 
@@ -89,7 +92,8 @@ def sample(
     through the chat template (None: raw). ``processes`` split the batch into contiguous shares of whole
     groups; every process draws the random numbers of the whole batch, so each row gets the tokens it
     would get in one process (:func:`~algos.engine.distributed.generate_share`). The model runs in eval
-    mode and is left in the mode it was in.
+    mode and is left in the mode it was in. ``with_logprobs``: also keep the sampler's log-probability of
+    every response token.
     """
     processes = processes or Processes()
     device = next(model.parameters()).device
@@ -113,6 +117,7 @@ def sample(
         top_p=top_p,
         greedy=greedy,
         generator=generator,
+        with_logprobs=with_logprobs,
     )
     model.train(was_training)
     return Responses(
@@ -120,6 +125,7 @@ def sample(
         truncated=result.truncated,
         texts=decode_responses(tokenizer, result.response_ids, result.lengths),
         answers=[p.answer for p in problems[mine] for _ in range(group_size)],
+        logprobs=result.logprobs,
     )
 
 

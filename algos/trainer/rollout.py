@@ -4,7 +4,8 @@ Under dynamic sampling, rounds repeat until P informative groups are found (DAPO
 round over-sampling by the share of groups kept so far; the round cap is a safety valve, and a step
 that hits it short trains on the groups found and says so (``rollout/short_batch``). Log-probabilities are those
 of the sampling policy π_old, scored after sampling unless the update's own forward pass gives
-them exactly (:func:`update_gives_old_logprobs`); the reference policy is scored only when KL is
+them exactly (:func:`update_gives_old_logprobs`) or they are the sampler's own
+(``rollout.old_logprobs=sampler``); the reference policy is scored only when KL is
 on, the critic only when there is one. Rows are laid out group by group (G consecutive rows answer
 one prompt). In a multi-process run each process samples and scores its share of whole groups, and
 the shares are gathered so every process holds the same global batch (see :mod:`algos.engine.distributed`).
@@ -74,21 +75,30 @@ class _Sampled:
     truncated: torch.Tensor
     scores: torch.Tensor
     baselines: torch.Tensor | None = None  # (B,) ReMax: reward of the greedy response to the row's prompt
+    logprobs: torch.Tensor | None = None  # (B, T) the sampler's own log π_old (rollout.old_logprobs=sampler)
 
     def rows(self, index: torch.Tensor) -> _Sampled:
         baselines = self.baselines[index] if self.baselines is not None else None
+        logprobs = self.logprobs[index] if self.logprobs is not None else None
         return _Sampled(
-            self.sequences.rows(index), self.correct[index], self.truncated[index], self.scores[index], baselines
+            self.sequences.rows(index),
+            self.correct[index],
+            self.truncated[index],
+            self.scores[index],
+            baselines,
+            logprobs,
         )
 
     def to(self, device: torch.device | str) -> _Sampled:
         baselines = self.baselines.to(device) if self.baselines is not None else None
+        logprobs = self.logprobs.to(device) if self.logprobs is not None else None
         return _Sampled(
             self.sequences.to(device),
             self.correct.to(device),
             self.truncated.to(device),
             self.scores.to(device),
             baselines,
+            logprobs,
         )
 
 
@@ -132,6 +142,7 @@ def _pad_cat(tensors: list[torch.Tensor], value: int, left: bool) -> torch.Tenso
 
 def _concat(parts: list[_Sampled], pad_id: int) -> _Sampled:
     baselines = [p.baselines for p in parts if p.baselines is not None]
+    logprobs = [p.logprobs for p in parts if p.logprobs is not None]
     return _Sampled(
         sequences=SequenceBatch(
             prompt_ids=_pad_cat([p.sequences.prompt_ids for p in parts], pad_id, left=True),
@@ -143,6 +154,7 @@ def _concat(parts: list[_Sampled], pad_id: int) -> _Sampled:
         truncated=torch.cat([p.truncated for p in parts]),
         scores=torch.cat([p.scores for p in parts]),
         baselines=torch.cat(baselines) if baselines else None,
+        logprobs=_pad_cat(logprobs, 0, left=False) if logprobs else None,
     )
 
 
@@ -187,10 +199,11 @@ def _sample_round(
         temperature=cfg.rollout.temperature,
         top_p=cfg.rollout.top_p,
         generator=generator,
+        with_logprobs=cfg.rollout.old_logprobs == "sampler",
         **common,
     )
     correct, scores = _graded(cfg, task, part)
-    share = _Sampled(part.sequences, correct, part.truncated, scores, baselines)
+    share = _Sampled(part.sequences, correct, part.truncated, scores, baselines, part.logprobs)
     return share if processes.count == 1 else _concat(processes.gather([share]), tokenizer.pad_token_id)
 
 
@@ -384,7 +397,12 @@ def _score_rollout(
         return RolloutBatch(
             batch.sequences, batch.correct, batch.truncated, batch.scores, empty, empty, metrics=metrics
         )
-    old_logprobs = None if update_gives_old_logprobs(cfg, sampling_policy) else logprobs_of(sampling_policy)
+    if batch.logprobs is not None:  # rollout.old_logprobs=sampler
+        old_logprobs = batch.logprobs
+    elif update_gives_old_logprobs(cfg, sampling_policy):
+        old_logprobs = None
+    else:
+        old_logprobs = logprobs_of(sampling_policy)
     sampler_logprobs = None
     if cfg.rollout.correction != "none":
         if current_policy is None:

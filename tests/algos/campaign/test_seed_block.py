@@ -2,8 +2,11 @@
 costs the block nothing else."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -78,6 +81,44 @@ def test_every_seed_of_a_block_equals_its_run_trained_alone(spec, row, overrides
     assert comparable(tmp_path / "block" / spec / row / "seed0") != comparable(
         tmp_path / "block" / spec / row / "seed1"
     )
+
+
+def _kill_when(command: list[str], ready, timeout: float = 300) -> None:
+    """Start ``command`` in its own process group and ``kill -9`` the group as soon as ``ready()`` holds."""
+    process = subprocess.Popen(
+        command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert process.poll() is None, f"finished before the kill point: {process.stderr.read().decode()[-3000:]}"
+        assert time.monotonic() < deadline, "the kill point never came"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+@pytest.mark.slow
+def test_a_block_killed_at_any_point_and_restarted_ends_as_if_never_stopped(tiny_base, tmp_path):
+    budget = Budget((*SMALL, *FEW_PROMPTS, "run.checkpoint_every=2", "tracking.backend=none"), 0.067)  # 4 steps
+    block = [sys.executable, "-m", "algos.campaign.seed_block", "--spec", "dr_grpo_bias", "--row", "grpo"]
+    block += ["--seeds", "0", "1", "--model", str(tiny_base), *budget_options(budget)]
+
+    def steps_logged(seed: int) -> int:
+        metrics = tmp_path / "killed" / "dr_grpo_bias" / "grpo" / f"seed{seed}" / run_files.METRICS_FILE
+        return len(metrics.read_text().splitlines()) if metrics.is_file() else 0
+
+    killed = [*block, "--runs", str(tmp_path / "killed")]
+    _kill_when(killed, lambda: steps_logged(0) >= 4)  # seed 0 past its step-2 checkpoint, before its last
+    assert steps_logged(1) == 0
+    _kill_when(killed, lambda: steps_logged(1) >= 2)  # seed 0 finished, seed 1 before its first checkpoint
+    for command in (killed, [*block, "--runs", str(tmp_path / "uninterrupted")]):
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+    for seed in (0, 1):
+        runs = [tmp_path / name / "dr_grpo_bias" / "grpo" / f"seed{seed}" for name in ("killed", "uninterrupted")]
+        assert comparable(runs[0]) == comparable(runs[1]) and len(comparable(runs[0])) == 5
+        weights = [load_file(run / "checkpoint" / "policy" / "model.safetensors") for run in runs]
+        assert all(torch.equal(weights[0][key], weights[1][key]) for key in weights[0])
 
 
 def test_a_failed_seed_is_named_and_the_others_still_train(tmp_path, monkeypatch, capsys):

@@ -72,6 +72,23 @@ def test_recomputed_logprobs_match_an_unpadded_forward(policy):
         torch.testing.assert_close(logprobs[row, : len(response)], alone, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.7, 0.9)])
+def test_the_samplers_logprobs_are_a_scoring_pass_to_float_rounding(policy, temperature, top_p):
+    model, tokenizer = policy
+    options = {"temperature": temperature, "top_p": top_p}
+    ids, mask, plain = _generate(model, tokenizer, PROMPTS * 4, generator=torch.Generator().manual_seed(2), **options)
+    generator = torch.Generator().manual_seed(2)
+    _, _, result = _generate(model, tokenizer, PROMPTS * 4, generator=generator, with_logprobs=True, **options)
+    assert plain.logprobs is None
+    assert torch.equal(result.response_ids, plain.response_ids)  # asking for them changes no token
+    scored, _ = response_logprobs(
+        model, SequenceBatch(ids, mask, result.response_ids, result.response_mask), temperature
+    )
+    torch.testing.assert_close(result.logprobs, scored * result.response_mask, atol=1e-5, rtol=1e-5)
+    assert (result.logprobs[result.response_mask == 0] == 0).all()
+    assert (result.logprobs[result.response_mask == 1] < 0).all()
+
+
 EQUAL_WIDTH = ["1 a + 2 ;", "3 a * 3 ;", "7 a - 8 ;"]  # no padding: attention runs without a mask
 
 

@@ -84,3 +84,19 @@ def test_training_runs_replay_with_and_without_the_scoring_pass(tiny_base, tmp_p
                 assert mine[key] == theirs[key], key  # the same tokens were sampled at every step
             else:
                 assert mine[key] == pytest.approx(theirs[key], rel=1e-4, abs=1e-6), key
+
+
+@pytest.mark.parametrize("preset", ["grpo", "dapo"])  # dapo: rounds of dynamic sampling, kept rows concatenated
+def test_the_samplers_logprobs_stand_in_for_the_scoring_pass(tiny_base, preset):
+    def rollout(*extra):
+        cfg = load_config(preset, overrides=tiny_overrides(tiny_base) + list(extra))
+        task = builtin_task(cfg.task, cfg.run.eval_splits, cfg.run.eval_problems)
+        model_cfg = cfg.model
+        return collect_rollout(cfg, 9, load_policy(model_cfg), load_tokenizer(model_cfg), task, chat=None)
+
+    scored, sampler = rollout("rollout.old_logprobs=score"), rollout("rollout.old_logprobs=sampler")
+    assert torch.equal(sampler.sequences.response_ids, scored.sequences.response_ids)
+    assert sampler.metrics["rollout/generation_rounds"] == scored.metrics["rollout/generation_rounds"]
+    assert not torch.equal(sampler.old_logprobs, scored.old_logprobs)  # a different computation ...
+    assert_close(sampler.old_logprobs, scored.old_logprobs, atol=1e-5, rtol=1e-5)  # ... of the same numbers
+    assert_close(sampler.advantages, scored.advantages)
