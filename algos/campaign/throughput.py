@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -53,40 +54,40 @@ def _run(command: Sequence[str], environment: dict[str, str], stdout: Path | Non
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
 
 
-def per_run(
-    spec: str,
-    row: str,
-    seeds: Sequence[int],
-    runs: Path,
-    model: str,
-    budget: Sequence[str],
-    environment: dict[str, str],
-) -> float:
-    """Seconds to train ``seeds`` one process pair a run: the config resolved by one, trained by the other."""
+@dataclass(frozen=True)
+class RowSeeds:
+    """One row's seeds to train: where their runs go, the model they start from, the budget's options and the
+    environment the processes run in."""
+
+    spec: str
+    row: str
+    seeds: Sequence[int]
+    runs: Path
+    model: str
+    budget: Sequence[str]
+    environment: dict[str, str]
+
+
+def per_run(job: RowSeeds) -> float:
+    """Seconds to train the seeds one process pair a run: the config resolved by one, trained by the other."""
     started = time.perf_counter()
-    for seed in seeds:
-        out = runs / spec / row / f"seed{seed}"
+    for seed in job.seeds:
+        out = job.runs / job.spec / job.row / f"seed{seed}"
         out.mkdir(parents=True, exist_ok=True)
-        resolve = [sys.executable, "-m", "algos.campaign.ablations", "--spec", spec, "--row", row, *budget]
-        _run(resolve, environment, stdout=out / ROW_CONFIG_FILE)
+        resolve = [sys.executable, "-m", "algos.campaign.ablations", "--spec", job.spec, "--row", job.row, *job.budget]
+        _run(resolve, job.environment, stdout=out / ROW_CONFIG_FILE)
         train = [sys.executable, "-m", "algos.trainer.train", "--config", str(out / ROW_CONFIG_FILE), "--out", str(out)]
-        _run([*train, "--on-config-change", "restart", *seed_overrides(spec, row, seed, model)], environment)
+        overrides = seed_overrides(job.spec, job.row, seed, job.model)
+        _run([*train, "--on-config-change", "restart", *overrides], job.environment)
     return time.perf_counter() - started
 
 
-def per_block(
-    spec: str,
-    row: str,
-    seeds: Sequence[int],
-    runs: Path,
-    model: str,
-    budget: Sequence[str],
-    environment: dict[str, str],
-) -> float:
-    """Seconds to train ``seeds`` in one process."""
+def per_block(job: RowSeeds) -> float:
+    """Seconds to train the seeds in one process."""
     started = time.perf_counter()
-    block = [sys.executable, "-m", "algos.campaign.seed_block", "--spec", spec, "--row", row, "--runs", str(runs)]
-    _run([*block, "--seeds", *map(str, seeds), "--model", model, *budget], environment)
+    block = [sys.executable, "-m", "algos.campaign.seed_block", "--spec", job.spec, "--row", job.row]
+    seeds = ["--seeds", *map(str, job.seeds)]
+    _run([*block, *seeds, "--runs", str(job.runs), "--model", job.model, *job.budget], job.environment)
     return time.perf_counter() - started
 
 
@@ -106,7 +107,10 @@ def measure(rows: Sequence[str], seeds: int, model: str, out: Path, budget: Sequ
     for index, text in enumerate(rows):
         spec, _, row = text.partition("/")
         order = list(paths) if index % 2 == 0 else list(reversed(paths))
-        seconds = {name: paths[name](spec, row, range(seeds), out / name, model, budget, environment) for name in order}
+        seconds = {
+            name: paths[name](RowSeeds(spec, row, range(seeds), out / name, model, budget, environment))
+            for name in order
+        }
         same = all(
             comparable(out / "per run" / spec / row / f"seed{seed}")
             == comparable(out / "per block" / spec / row / f"seed{seed}")
