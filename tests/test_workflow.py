@@ -106,6 +106,7 @@ def test_training_processes_launch_each_run_under_accelerate(tmp_path):
     assert result.returncode == 0, result.stderr
     command = "accelerate launch --config_file experiments/accelerate/fsdp2.yaml --num_processes 4 -m algos.campaign.seed_block"
     assert command in result.stdout
+    assert f"OMP_NUM_THREADS=1 {command}" in result.stdout  # one thread per process, not the job's threads each
 
 
 def test_seeds_train_in_blocks_of_the_configured_size(tmp_path):

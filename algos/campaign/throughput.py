@@ -31,7 +31,7 @@ import yaml
 
 from algos.campaign.seed_block import ROW_CONFIG_FILE, seed_overrides
 from algos.config.presets import PROJECT_ROOT
-from algos.trainer.run_files import METRICS_FILE, read_metrics
+from algos.trainer.run_files import replayable_metrics
 
 WORKFLOW_CONFIG = PROJECT_ROOT / "experiments" / "config.yaml"
 
@@ -91,10 +91,6 @@ def per_block(job: RowSeeds) -> float:
     return time.perf_counter() - started
 
 
-def comparable(run: Path) -> list[dict]:
-    return [{k: v for k, v in line.items() if not k.startswith("perf/")} for line in read_metrics(run, METRICS_FILE)]
-
-
 def measure(rows: Sequence[str], seeds: int, model: str, out: Path, budget: Sequence[str] | None = None) -> dict:
     """Both paths on every row, interleaved (the first path alternates from row to row).
 
@@ -112,8 +108,8 @@ def measure(rows: Sequence[str], seeds: int, model: str, out: Path, budget: Sequ
             for name in order
         }
         same = all(
-            comparable(out / "per run" / spec / row / f"seed{seed}")
-            == comparable(out / "per block" / spec / row / f"seed{seed}")
+            replayable_metrics(out / "per run" / spec / row / f"seed{seed}")
+            == replayable_metrics(out / "per block" / spec / row / f"seed{seed}")
             for seed in range(seeds)
         )
         record["rows"][text] = {**seconds, "same metrics": same}

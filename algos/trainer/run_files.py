@@ -62,6 +62,12 @@ def read_metrics(out: Path, name: str = METRICS_FILE) -> list[dict[str, float]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def replayable_metrics(out: Path, name: str = METRICS_FILE) -> list[dict[str, float]]:
+    """:func:`read_metrics` without the ``perf/`` keys: what a rerun of the run must give exactly (timings and
+    memory differ from run to run)."""
+    return [{k: v for k, v in row.items() if not k.startswith("perf/")} for row in read_metrics(out, name)]
+
+
 def truncate_metrics(out: Path, last_step: int) -> None:
     """Drop rows logged after ``last_step`` (work lost with a kill, redone after resuming)."""
     rows = [row for row in read_metrics(out) if row["step"] <= last_step]

@@ -1,8 +1,9 @@
 TRAIN_SHELL = (
-    "mkdir -p results/runs/{wildcards.spec}/{wildcards.row} && {params.train} --spec {wildcards.spec} "
+    "mkdir -p results/runs/{wildcards.spec}/{wildcards.row} && OMP_NUM_THREADS=1 {params.train} --spec {wildcards.spec} "
     "--row {wildcards.row} --seeds {params.seeds} --runs results/runs --model {params.model} {params.budget} > {log} 2>&1"
 )
-"""A training job: one process trains its seeds of one row, one after the other (algos.campaign.seed_block)."""
+"""A training job: one process trains its seeds of one row, one after the other (algos.campaign.seed_block), on
+one thread per process (under accelerate, Snakemake's own thread variables would give each process all of the job's)."""
 
 for _block, _seeds in enumerate(SEED_BLOCKS):
 

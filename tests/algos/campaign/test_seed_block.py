@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 from algos.campaign import seed_block
 from algos.campaign.ablations import Budget
 from algos.trainer import run_files
+from algos.trainer.run_files import replayable_metrics as comparable
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = ("task.min_steps=1", "task.max_steps=3", "rollout.max_new_tokens=20", "run.eval_problems=8")
@@ -34,10 +35,6 @@ def budget_options(budget: Budget) -> list[str]:
         str(budget.step_scale),
         *(option for text in budget.overrides for option in ("--set", text)),
     ]
-
-
-def comparable(run: Path, name: str = run_files.METRICS_FILE) -> list[dict]:
-    return [{k: v for k, v in row.items() if not k.startswith("perf/")} for row in run_files.read_metrics(run, name)]
 
 
 @pytest.mark.slow
