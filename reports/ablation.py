@@ -30,8 +30,8 @@ from algos.campaign.ablations import read_spec
 from algos.config.presets import ConfigError
 from reports.analysis.diagnostics import row_diagnostics, run_warnings
 from reports.analysis.family import analyse
-from reports.analysis.provenance import environment_warnings, provenance, spec_file_state
-from reports.render import tables
+from reports.analysis.provenance import declaration_warnings, environment_warnings, provenance, spec_file_state
+from reports.render import design_table, tables
 from reports.render.endpoint_figures import accuracy_per_sample_figure, endpoint_figure
 from reports.render.figures import figure_grid
 from reports.render.forest import forest_plot
@@ -95,7 +95,7 @@ def write_report(
         introduction=" ".join(
             [
                 f"{tables.introduction(spec)} Spec file {spec.path.name}, SHA-256 {digest}.",
-                *(resolution_note(n, analysis.family_size, method) for n in seed_counts[:1]),
+                *(resolution_note(n, analysis.family_size) for n in seed_counts[:1]),
                 *([planned.summary] if planned else []),
             ]
         ),
@@ -120,14 +120,27 @@ def write_report(
             *([spec_warning] if spec_warning else []),
             *run_warnings(spec, runs_of),
             *environment_warnings(origin["environments"]),
+            *declaration_warnings(spec.path, origin["git commits"]),
             *(planned.unresolved if planned else []),
         ],
         figures=figures,
+        first=[
+            Table(
+                "Study design", design_table.HEADER, design_table.design_cells(spec, analysis), design_table.note(spec)
+            )
+        ]
+        if spec.design
+        else [],
         lead=("Every comparison at a glance: Δ with its 95% CI, coloured by verdict", forest) if forest else None,
         origin={
             "spec file": {"path": str(spec.path), "sha256": digest},
             **origin,
-            "statistics": {"adjustment": method, "family size": analysis.family_size, "level": LEVEL},
+            "statistics": {
+                "adjustment": method,
+                "primary comparisons": analysis.family_size,
+                "secondary comparisons": spec.design.secondary if spec.design else None,
+                "level": LEVEL,
+            },
             **({"benchmark protocols": protocols} if benchmarks else {}),
         },
     )

@@ -1,18 +1,27 @@
-"""A/A calibration on real runs: how often the verdict procedure calls a direction between two halves of
-one row's seeds, where there is none to find.
+"""Negative and positive controls on real runs: how often the verdict procedure calls a direction between two
+halves of one row's seeds, where there is none to find (A/A), and how often it calls a harm of known direction
+against the rate its design predicts (positive control).
 
-One row (naive GRPO of DAPO Table 1 by default) is trained with many seeds. Each split draws two
-disjoint halves of the table's seed count (seeds taken at random, labelled A and B) and applies the
-report's whole verdict procedure to A against B: every quantity the spec's report compares (its metric
-at the last step and each distinct declared endpoint) is tested, paired by position as a table pairs
-by seed index, and the p-values are adjusted together (Holm unless told otherwise). A split is a false
-positive when any adjusted p-value is at most the level. The rate over many splits estimates the
-procedure's family-wise false-positive rate on these runs; its interval is a jackknife over seeds
-(each seed left out in turn, the splits redrawn from the rest), since splits of one set of seeds are
-not independent. Welch's t (the unpaired path) is measured beside it.
+One row (naive GRPO of DAPO Table 1 by default) is trained with many seeds. Each A/A split draws two disjoint
+halves of the table's seed count (seeds taken at random, labelled A and B) and applies the report's
+procedure to A against B: every quantity the spec's report compares (its metric at the last step, the
+row's primary, and each distinct declared endpoint, secondary) is tested, paired by position as a table
+pairs by seed index, and judged under the spec's design (gated: the graph of
+:mod:`reports.multiplicity` with the metric as the one primary; separate: two families, each adjusted by
+Holm unless told otherwise). A split is a false positive when any adjusted p-value is at most the level.
+The rate over many splits estimates the procedure's family-wise false-positive rate on these runs; its
+interval is a jackknife over seeds (each seed left out in turn, the splits redrawn from the rest), since
+splits of one set of seeds are not independent. Welch's t (the unpaired path) is measured beside it.
+
+The positive control is the same row with a deliberately harmful change (by default a share of the
+rewards replaced by coin flips), trained with the same seeds. Each split draws ``half`` seeds and tests the
+control against the row on those seeds with the paired t at a primary's share of the level in the spec's
+design (α/m); the observed detection rate is the share of splits that call the control's declared direction.
+The predicted rate is the paired t's power at that share and ``half`` seeds for the effect and the spread
+measured on all seeds (noncentral t). Both carry a jackknife interval over seeds.
 
 Command line: ``python -m reports.calibration --spec dapo_table1 --row naive_grpo --runs results/runs
---seeds 12 --half 3 --out results/reports``.
+--seeds 12 --half 3 [--control-runs results/controls --direction down] --out results/reports``.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from reports.analysis.endpoints import step_factor, window_mean
 from reports.analysis.runs import FinishedRun, finished_runs
 from reports.render.figures import DPI, png_bytes
 from reports.render.pages import Page, run_report, write_page
+from reports.multiplicity import adjusted_p_values, gated_graph
 from reports.stats import ADJUSTMENTS, LEVEL, adjust, paired_t, welch_t
 
 TESTS: dict[str, Callable] = {
@@ -74,15 +84,31 @@ def seed_values(spec: AblationSpec, row_id: str, runs: Sequence[FinishedRun]) ->
     return np.asarray(table, dtype=float)
 
 
+def family_adjusted(p_values: Sequence[float | None], rule: str, method: str = "holm") -> list[float | None]:
+    """Adjusted p-values of one A/A family, the first being the primary: ``gated`` (the graph of
+    :func:`reports.multiplicity.gated_graph`, the rest gated behind the first) or ``separate`` (the first alone,
+    the rest one family adjusted by ``method``). An undefined p-value stays None and passes nothing on."""
+    if rule == "gated":
+        graph = gated_graph([0], [list(range(1, len(p_values)))])
+        adjusted = adjusted_p_values([1.0 if p is None else p for p in p_values], graph)
+        return [None if p is None else a for p, a in zip(p_values, adjusted, strict=True)]
+    return adjust(p_values[:1], method) + adjust(p_values[1:], method)
+
+
 def false_positive_rates(
-    values: np.ndarray, half: int, splits: int, seed: int, test: Callable, method: str = "holm", level: float = LEVEL
+    values: np.ndarray,
+    half: int,
+    splits: int,
+    seed: int,
+    test: Callable,
+    rule: str = "gated",
+    method: str = "holm",
+    level: float = LEVEL,
 ) -> tuple[float, np.ndarray]:
-    """Over ``splits`` random A/A splits of the rows of ``values`` (seeds, quantities): the share whose
-    family of adjusted p-values calls any direction, and each quantity's share of raw p ≤ level."""
-    if values.shape[0] < 2 * half:
-        raise ValueError(
-            f"an A/A split of {half} + {half} seeds needs at least {2 * half} seeds, got {values.shape[0]}"
-        )
+    """Over ``splits`` random A/A splits of the rows of ``values`` (seeds, quantities; the first quantity the
+    primary): the share whose adjusted p-values (:func:`family_adjusted`) call any direction, and each
+    quantity's share of raw p ≤ level."""
+    _check_half(values, 2 * half)
     rng = np.random.default_rng(seed)
     family_hits, raw_hits = 0, np.zeros(values.shape[1])
     for _ in range(splits):
@@ -92,24 +118,72 @@ def false_positive_rates(
             test(first[:, q], second[:, q]) if np.all(np.isfinite(values[:, q])) else None
             for q in range(values.shape[1])
         ]
-        family_hits += any(p is not None and p <= level for p in adjust(p_values, method))
+        family_hits += any(p is not None and p <= level for p in family_adjusted(p_values, rule, method))
         raw_hits += [p is not None and p <= level for p in p_values]
     return family_hits / splits, raw_hits / splits
 
 
-def jackknife_interval(
-    values: np.ndarray, half: int, splits: int, seed: int, test: Callable, method: str = "holm"
+def detection_rate(
+    base: np.ndarray, control: np.ndarray, half: int, splits: int, seed: int, share: float, direction: float
+) -> float:
+    """Share of ``splits`` random draws of ``half`` seeds on which the paired t of ``control`` against ``base``
+    (both (seeds,), seed-aligned) has p ≤ ``share`` with Δ on the side of ``direction`` (+1 up, −1 down)."""
+    _check_half(base[:, None], half)
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(splits):
+        chosen = rng.permutation(base.size)[:half]
+        comparison = paired_t(control[chosen], base[chosen], distribution_free=False)
+        hits += (
+            comparison.p_value is not None
+            and comparison.p_value <= share
+            and np.sign(comparison.delta.mean) == direction
+        )
+    return hits / splits
+
+
+def predicted_detection(base: np.ndarray, control: np.ndarray, half: int, share: float, direction: float) -> float:
+    """The paired t's power at ``half`` seeds and level ``share`` to call ``direction``, for the mean and sd of
+    the per-seed differences over all seeds: P(T beyond the critical value on that side), T noncentral t with
+    ``half`` − 1 degrees of freedom and noncentrality Δ/(sd/√half)."""
+    differences = control - base
+    sd = float(np.std(differences, ddof=1))
+    noncentrality = (
+        float(np.mean(differences)) / (sd / math.sqrt(half)) if sd > 0 else math.inf * np.sign(np.mean(differences))
+    )
+    critical = stats.t.ppf(1 - share / 2, half - 1)
+    power = (
+        stats.nct.sf(critical, half - 1, noncentrality)
+        if direction > 0
+        else stats.nct.cdf(-critical, half - 1, noncentrality)
+    )
+    # scipy's noncentral t is nan far out in its tails, where the call is certain either way
+    return float(power) if math.isfinite(power) else float(np.sign(noncentrality) == direction)
+
+
+def jackknife(
+    statistic: Callable[[np.ndarray, int], float], values: np.ndarray, seed: int
 ) -> tuple[float, float, float]:
-    """The family-wise rate with a 95 % jackknife interval over seeds: (rate, low, high), clipped to [0, 1]."""
-    rate, _ = false_positive_rates(values, half, splits, seed, test, method)
+    """``statistic(values, seed)`` with a 95 % jackknife interval over the rows (seeds) of ``values``:
+    (estimate, low, high), clipped to [0, 1]; each left-out replicate draws with its own seed."""
+    estimate = statistic(values, seed)
     seeds = values.shape[0]
-    left_out = [
-        false_positive_rates(np.delete(values, i, axis=0), half, splits, seed + 1 + i, test, method)[0]
-        for i in range(seeds)
-    ]
-    spread = math.sqrt((seeds - 1) / seeds * float(np.sum((np.asarray(left_out) - np.mean(left_out)) ** 2)))
+    left_out = np.asarray([statistic(np.delete(values, i, axis=0), seed + 1 + i) for i in range(seeds)])
+    spread = math.sqrt((seeds - 1) / seeds * float(np.sum((left_out - left_out.mean()) ** 2)))
     half_width = stats.t.ppf(0.975, seeds - 1) * spread
-    return rate, max(0.0, rate - half_width), min(1.0, rate + half_width)
+    return estimate, max(0.0, estimate - half_width), min(1.0, estimate + half_width)
+
+
+def jackknife_interval(
+    values: np.ndarray, half: int, splits: int, seed: int, test: Callable, rule: str = "gated", method: str = "holm"
+) -> tuple[float, float, float]:
+    """The family-wise A/A rate with a 95 % jackknife interval over seeds: (rate, low, high)."""
+    return jackknife(lambda v, s: false_positive_rates(v, half, splits, s, test, rule, method)[0], values, seed)
+
+
+def _check_half(values: np.ndarray, needed: int) -> None:
+    if values.shape[0] < needed:
+        raise ValueError(f"a split needs at least {needed} seeds, got {values.shape[0]}")
 
 
 def logged(names: Sequence[str], values: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -132,10 +206,46 @@ def spread_figure(names: Sequence[str], values: np.ndarray) -> bytes:
     return png_bytes(figure)
 
 
+def control_lines(
+    spec: AblationSpec, base: np.ndarray, control: np.ndarray, half: int, splits: int, direction: float
+) -> tuple[str, dict[str, float]]:
+    """The positive control's sentence and numbers: measured effect, predicted and observed detection rates."""
+    share = LEVEL / max(1, sum(row.primary is not None for row in spec.rows))
+    pair = np.column_stack([base, control])
+    observed = jackknife(lambda v, s: detection_rate(v[:, 0], v[:, 1], half, splits, s, share, direction), pair, 0)
+    predicted = jackknife(lambda v, _: predicted_detection(v[:, 0], v[:, 1], half, share, direction), pair, 0)
+    differences = control - base
+    numbers = {
+        "effect": float(np.mean(differences)),
+        "sd": float(np.std(differences, ddof=1)),
+        "share of the level": share,
+        "predicted": predicted[0],
+        "observed": observed[0],
+    }
+    sentence = (
+        f"Positive control over {base.size} seeds: Δ = {numbers['effect']:+.4g} (sd of the per-seed differences "
+        f"{numbers['sd']:.3g}); at {half} seeds and level {share:.3g} (α/m of the spec's primaries) the paired t "
+        f"should call it {'up' if direction > 0 else 'down'} in {predicted[0]:.3f} [{predicted[1]:.3f}, "
+        f"{predicted[2]:.3f}] of draws and called it in {observed[0]:.3f} [{observed[1]:.3f}, {observed[2]:.3f}] "
+        f"({splits} draws; 95 % jackknife intervals over seeds)."
+    )
+    return sentence, numbers
+
+
 def write_calibration(
-    spec_name: str, row_id: str, runs_dir: Path, out_dir: Path, seeds: int, half: int, splits: int, method: str
+    spec_name: str,
+    row_id: str,
+    runs_dir: Path,
+    out_dir: Path,
+    seeds: int,
+    half: int,
+    splits: int,
+    method: str,
+    control_dir: Path | None = None,
+    direction: float = -1.0,
 ) -> tuple[Path, Path]:
-    """Run the calibration and write ``calibration.md`` and ``.html`` into ``out_dir``."""
+    """Run the A/A calibration (and, with ``control_dir``, the positive control) and write ``calibration.md``
+    and ``.html`` into ``out_dir``."""
     spec = read_spec(spec_name)
     row = spec.row(row_id)
     runs = finished_runs(runs_dir, spec.name, row.id, seeds)
@@ -143,13 +253,14 @@ def write_calibration(
         raise FileNotFoundError(
             f"{spec.name}/{row.id} has {len(runs)} finished seeds of {seeds}; the calibration needs {2 * half}"
         )
+    rule = spec.design.secondary if spec.design else "separate"
     values = seed_values(spec, row.id, runs)
     names = [name for name, _ in quantities(spec)]
     headline, cells = [], []
     raw_rates = {}
     for label, test in TESTS.items():
-        rate, low, high = jackknife_interval(values, half, splits, 0, test, method)
-        _, raw_rates[label] = false_positive_rates(values, half, splits, 0, test, method)
+        rate, low, high = jackknife_interval(values, half, splits, 0, test, rule, method)
+        _, raw_rates[label] = false_positive_rates(values, half, splits, 0, test, rule, method)
         headline.append(f"{label}: {rate:.3f} [{low:.3f}, {high:.3f}]")
     for q, name in enumerate(names):
         column = values[:, q]
@@ -165,15 +276,25 @@ def write_calibration(
             ]
         )
     verdict = "at or under" if all(float(line.split(": ")[1].split()[0]) <= LEVEL for line in headline) else "ABOVE"
+    control_sentence, control_numbers, control_runs = "", {}, []
+    if control_dir is not None:
+        control_runs = finished_runs(control_dir, spec.name, row.id, seeds)
+        shared = sorted({run.seed for run in runs} & {run.seed for run in control_runs})
+        if len(shared) < max(half, 3):
+            raise FileNotFoundError(
+                f"the positive control has {len(shared)} seeds shared with {spec.name}/{row.id}; it needs {max(half, 3)}"
+            )
+        base = np.asarray([run.final[spec.metric] for run in runs if run.seed in shared])
+        control = np.asarray([run.final[spec.metric] for run in control_runs if run.seed in shared])
+        control_sentence, control_numbers = control_lines(spec, base, control, half, splits, direction)
     page = Page(
-        title=f"A/A calibration: {row.label} of {spec.title}",
+        title=f"Calibration on real runs: {row.label} of {spec.title}",
         introduction=(
             f"{len(runs)} seeds of one row, {splits} random splits into two labelled halves of {half} seeds, each "
-            f"judged by the report's procedure over {len(names)} quantities adjusted by {method}. Family-wise "
-            f"false-positive rate (level {LEVEL}), 95 % jackknife interval over seeds — "
-            + "; ".join(headline)
-            + f". Measured rate {verdict} the level."
-        ),
+            f"judged by the report's procedure over {len(names)} quantities ({rule}: the table's metric primary, the "
+            f"rest secondary). A/A family-wise false-positive rate (level {LEVEL}), 95 % jackknife interval over "
+            "seeds — " + "; ".join(headline) + f". Measured rate {verdict} the level. {control_sentence}"
+        ).strip(),
         header=["quantity", "mean over seeds", "sd over seeds", *(f"raw p ≤ {LEVEL}: {label}" for label in TESTS)],
         cells=cells,
         note=(
@@ -188,7 +309,13 @@ def write_calibration(
             "runs": [str(run.directory) for run in runs],
             "half": half,
             "splits": splits,
+            "secondary": rule,
             "adjustment": method,
+            **(
+                {"positive control": {**control_numbers, "runs": [str(run.directory) for run in control_runs]}}
+                if control_dir is not None
+                else {}
+            ),
         },
     )
     return write_page(page, out_dir, "calibration")
@@ -204,12 +331,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=12, help="seeds of the row (0..seeds-1)")
     parser.add_argument("--half", type=int, default=3, help="seeds per half: the table's seed count")
     parser.add_argument("--splits", type=int, default=1000, help="random A/A splits")
-    parser.add_argument("--adjust", choices=ADJUSTMENTS, default="holm", help="the family's p-value adjustment")
+    parser.add_argument("--adjust", choices=ADJUSTMENTS, default="holm", help="a separate family's adjustment")
+    parser.add_argument("--control-runs", type=Path, help="the positive control's <spec>/<row>/seed<n>/, same seeds")
+    parser.add_argument("--direction", choices=["up", "down"], default="down", help="the control's known direction")
     parser.add_argument("--out", type=Path, default=Path("results/reports"), help="directory for the report")
     args = parser.parse_args(argv)
     return run_report(
         lambda: write_calibration(
-            args.spec, args.row, args.runs, args.out, args.seeds, args.half, args.splits, args.adjust
+            args.spec,
+            args.row,
+            args.runs,
+            args.out,
+            args.seeds,
+            args.half,
+            args.splits,
+            args.adjust,
+            args.control_runs,
+            1.0 if args.direction == "up" else -1.0,
         ),
         (ConfigError, ValueError, FileNotFoundError),
     )

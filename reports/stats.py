@@ -93,12 +93,16 @@ class Comparison:
 
 
 class Direction(StrEnum):
-    """How our delta's direction compares with the paper's; the values are the words a report shows."""
+    """How our delta's direction compares with the paper's, or whether a margin claim holds; the values are
+    the words a report shows."""
 
     AGREES = "agrees"
     DISAGREES = "disagrees"
     INCONCLUSIVE = "inconclusive"
     NO_PAPER_NUMBER = "no paper number"
+    EQUIVALENT = "equivalent"
+    NON_INFERIOR = "non-inferior"
+    NOT_SHOWN = "not shown"
 
 
 def seed_estimate(values: Sequence[float], confidence: float = 0.95) -> Estimate:
@@ -224,6 +228,27 @@ def stein_test(differences: Sequence[float], pilot_seeds: int, confidence: float
         exact_p_floor=None,
         p_improvement=float(np.mean(values > 0) + 0.5 * np.mean(values == 0)),
     )
+
+
+def margin_p_value(comparison: Comparison, margin: float, claim: str) -> float | None:
+    """The p-value of a margin claim about Δ, on the comparison's own standard error and degrees of freedom.
+
+    non_inferior: H0 Δ ≤ −margin against Δ > −margin, p = P(T ≥ (Δ + margin)/se). equivalent: two one-sided
+    tests (Schuirmann 1987), H0 |Δ| ≥ margin against |Δ| < margin, p = max(P(T ≥ (Δ + margin)/se),
+    P(T ≤ (Δ − margin)/se)). Rejecting at level α is the (1 − 2α) interval lying inside (−margin, margin)
+    (equivalent) or above −margin (non-inferior). None where the comparison has no standard error.
+    """
+    if not margin > 0 or not math.isfinite(margin):
+        raise ValueError(f"a margin must be a positive number, got {margin}")
+    if claim not in ("equivalent", "non_inferior"):
+        raise ValueError(f"unknown claim '{claim}'; choose equivalent or non_inferior")
+    if comparison.se is None or comparison.df is None:
+        return None
+    delta = comparison.delta.mean
+    above = float(stats.t.sf((delta + margin) / comparison.se, comparison.df))
+    if claim == "non_inferior":
+        return above
+    return max(above, float(stats.t.cdf((delta - margin) / comparison.se, comparison.df)))
 
 
 def adjust(p_values: Sequence[float | None], method: str = "holm") -> list[float | None]:

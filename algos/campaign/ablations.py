@@ -23,6 +23,16 @@ own ``endpoints`` replace them::
     endpoints:
       - {metric: actor/entropy, window: [10, 40], direction: up, source: "DAPO §3.1, Fig. 2b", smallest_effect: 0.01}
 
+A spec with anything to test declares its study design before any run (:mod:`algos.campaign.study_design`):
+the smallest effect each row's one primary comparison is sized for, how the other comparisons share the
+family-wise level, and optionally a margin for rows that claim equivalence or non-inferiority::
+
+    design: {smallest_effect: "5 points", secondary: gated}
+
+An endpoint may be flagged ``primary: true`` (the row's primary instead of the table's metric), and a row
+may declare ``claim: equivalent`` or ``claim: non_inferior``. An unknown key anywhere in a spec fails when
+it is read, naming the file, the row and the nearest valid key.
+
 A spec may declare a seed ``plan`` (run by the workflow with ``ablations.plan: true``; see
 :mod:`reports.seed_plan`): ``{pilot_seeds: 3, budget: "4 h", smallest_effect: "3 points"}``, the
 smallest effect of interest on the table's metric; every compared endpoint then declares its own
@@ -72,21 +82,30 @@ from algos.config.presets import (
     yaml_names,
 )
 from algos.config.schema import RLConfig
-from algos.trainer.metrics import METRICS, metric_unit
+from algos.campaign.study_design import (
+    QUANTITY,
+    Primary,
+    StudyDesign,
+    check_basis_file,
+    parse_design,
+    parse_effect,
+    resolve_primary,
+    unknown_key_error,
+)
+from algos.trainer.metrics import METRICS
 
 ABLATIONS_DIR = PROJECT_ROOT / "experiments" / "ablations"
 KINDS = ("cumulative", "leave_one_out")
 ROW_ID = re.compile(r"^[a-z0-9_]+$")
 REQUIRED = ("title", "paper", "paper_metric", "kind", "preset", "rows")
+TOP_LEVEL_FIELDS = (*REQUIRED, "design", "metric", "reference", "settings", "endpoints", "plan")
+ROW_FIELDS = ("id", "label", "paper", "preset", "changes", "compare_to", "endpoints", "claim")
 DEFAULT_METRIC = "eval/test/accuracy_t1"
 DIRECTIONS = ("up", "down")
 ENDPOINT_FIELDS = ("metric", "window", "direction", "source")
-OPTIONAL_ENDPOINT_FIELDS = ("smallest_effect",)
+OPTIONAL_ENDPOINT_FIELDS = ("smallest_effect", "primary")
 PLAN_FIELDS = ("pilot_seeds", "budget", "smallest_effect")
 DURATION_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
-EFFECT_UNITS = {"share": {"points": 0.01, "%": 0.01}, "tokens": {"tokens": 1.0}, "value": {}}
-"""Metric unit -> the units a smallest effect may be written in, and what one of them is in the metric's units."""
-QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(\S+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -99,6 +118,7 @@ class Endpoint:
     direction: str
     source: str
     smallest_effect: float | None = None
+    primary: bool = False
 
     def scaled(self, factor: float) -> Endpoint:
         """The endpoint with its window scaled like the run's step counts (see :func:`scale_steps`)."""
@@ -125,7 +145,8 @@ class SeedPlan:
 
 @dataclass(frozen=True)
 class Row:
-    """One row: its resolved changes over ``preset``, the row it is compared with (None: none), its endpoints."""
+    """One row: its resolved changes over ``preset``, the row it is compared with (None: none), its endpoints,
+    and its primary comparison (:mod:`algos.campaign.study_design`; None for a row compared with none)."""
 
     id: str
     label: str
@@ -134,6 +155,7 @@ class Row:
     settings: dict[str, Any]
     compare_to: str | None
     endpoints: tuple[Endpoint, ...] = ()
+    primary: Primary | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +170,7 @@ class AblationSpec:
     metric: str
     kind: str
     rows: tuple[Row, ...]
+    design: StudyDesign | None = None
     plan: SeedPlan | None = None
 
     def row(self, row_id: str) -> Row:
@@ -249,13 +272,21 @@ def available_specs(ablations_dir: Path = ABLATIONS_DIR) -> list[str]:
 def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
     """Parse, check and resolve one spec; every row's config is built once to prove it valid."""
     path, body = read_spec_file(ablations_dir, name, "spec", REQUIRED)
+    for key in body:
+        if key not in TOP_LEVEL_FIELDS:
+            raise unknown_key_error(str(path), key, TOP_LEVEL_FIELDS)
     if body["kind"] not in KINDS:
         raise ConfigError(f"{path}: kind '{body['kind']}' is not one of: {', '.join(KINDS)}")
     if not isinstance(body["rows"], list) or not body["rows"]:
         raise ConfigError(f"{path}: 'rows' must be a non-empty list")
     common = checked_settings(body.get("settings") or {}, f"{path} settings")
-    rows = _resolve_rows(path, body, common)
     metric = str(body.get("metric", DEFAULT_METRIC))
+    if metric not in METRICS:
+        raise unknown_key_error(f"{path}: metric", metric, list(METRICS))
+    design = parse_design(body["design"], metric, f"{path}: design", ablations_dir) if "design" in body else None
+    rows = _with_primaries(path, _resolve_rows(path, body, common), body["rows"], design)
+    if design is not None:
+        check_basis_file(design, name, metric, [row.id for row in rows], f"{path}: design")
     spec = AblationSpec(
         name=name,
         path=path,
@@ -265,6 +296,7 @@ def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
         metric=metric,
         kind=body["kind"],
         rows=tuple(rows),
+        design=design,
         plan=parse_plan(body["plan"], metric, f"{path}: plan") if "plan" in body else None,
     )
     if spec.plan:
@@ -309,12 +341,9 @@ def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> l
             raise ConfigError(f"{path}: every row needs an 'id' of lowercase letters, digits and _ (got {row_id!r})")
         if ids.count(row_id) > 1:
             raise ConfigError(f"{path}: row id '{row_id}' is used twice")
-        unknown = set(entry) - {"id", "label", "paper", "preset", "changes", "compare_to", "endpoints"}
-        if unknown:
-            raise ConfigError(
-                f"{path}: row '{row_id}' has unknown fields {sorted(unknown)}; "
-                "valid: label, paper, preset, changes, compare_to, endpoints"
-            )
+        for key in entry:
+            if key not in ROW_FIELDS:
+                raise unknown_key_error(f"{path}: row '{row_id}'", key, ROW_FIELDS)
         if cumulative and {"preset", "compare_to"} & set(entry):
             raise ConfigError(
                 f"{path}: row '{row_id}': a cumulative table keeps one preset and compares each row with the one before"
@@ -354,16 +383,59 @@ def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> l
     return rows
 
 
+def _with_primaries(
+    path: Path, rows: list[Row], entries: list[dict[str, Any]], design: StudyDesign | None
+) -> list[Row]:
+    """Each compared row with its one primary comparison resolved (a row compared with none has none).
+
+    A spec without a design is descriptive: none of its rows may have anything to test (a paper number
+    against its compared row's, an endpoint or a claim).
+    """
+    papers = {row.id: row.paper for row in rows}
+    if design is None:
+        for row, entry in zip(rows, entries, strict=True):
+            testable = row.compare_to and (
+                (row.paper is not None and papers[row.compare_to] is not None) or row.endpoints or "claim" in entry
+            )
+            if testable:
+                raise ConfigError(
+                    f"{path}: row '{row.id}' has a comparison to test but the spec declares no 'design'; declare "
+                    'one, e.g. design: {smallest_effect: "5 points", secondary: gated}'
+                )
+        return rows
+    resolved = []
+    for row, entry in zip(rows, entries, strict=True):
+        if row.compare_to is None:
+            if "claim" in entry or any(endpoint.primary for endpoint in row.endpoints):
+                raise ConfigError(f"{path}: row '{row.id}' is compared with no row, so it has no primary comparison")
+            resolved.append(row)
+            continue
+        mine, theirs = row.paper, papers[row.compare_to]
+        primary = resolve_primary(
+            f"{path}: row '{row.id}'",
+            design,
+            entry.get("claim"),
+            [i for i, endpoint in enumerate(row.endpoints) if endpoint.primary],
+            row.endpoints,
+            None if mine is None or theirs is None else (mine - theirs) / 100,
+        )
+        resolved.append(dataclasses.replace(row, primary=primary))
+    return resolved
+
+
 def parse_endpoints(entries: Any, where: str) -> tuple[Endpoint, ...]:
     """Endpoints from a spec's list of mappings; any fault fails naming ``where`` (file and row) and the valid choices."""
     if not isinstance(entries, list):
         raise ConfigError(f"{where} must be a list of {{{', '.join(ENDPOINT_FIELDS)}}}")
     endpoints = []
     for entry in entries:
-        if not isinstance(entry, dict) or not set(ENDPOINT_FIELDS) <= set(entry) <= {
-            *ENDPOINT_FIELDS,
-            *OPTIONAL_ENDPOINT_FIELDS,
-        }:
+        if isinstance(entry, dict):
+            for key in entry:
+                if key not in (*ENDPOINT_FIELDS, *OPTIONAL_ENDPOINT_FIELDS):
+                    raise unknown_key_error(
+                        f"{where}: endpoint {entry.get('metric')}", key, ENDPOINT_FIELDS + OPTIONAL_ENDPOINT_FIELDS
+                    )
+        if not isinstance(entry, dict) or not set(ENDPOINT_FIELDS) <= set(entry):
             raise ConfigError(
                 f"{where}: each endpoint needs the fields {', '.join(ENDPOINT_FIELDS)} (optional: "
                 f"{', '.join(OPTIONAL_ENDPOINT_FIELDS)}); got {entry!r}"
@@ -393,7 +465,10 @@ def parse_endpoints(entries: Any, where: str) -> tuple[Endpoint, ...]:
             if "smallest_effect" in entry
             else None
         )
-        endpoints.append(Endpoint(metric, (window[0], window[1]), direction, source, effect))
+        primary = entry.get("primary", False)
+        if not isinstance(primary, bool):
+            raise ConfigError(f"{where}: endpoint {metric}: primary must be true or false, got {primary!r}")
+        endpoints.append(Endpoint(metric, (window[0], window[1]), direction, source, effect, primary))
     return tuple(endpoints)
 
 
@@ -426,27 +501,6 @@ def parse_duration(value: Any, where: str) -> float:
             f'{where} must be a positive time with its unit ({", ".join(DURATION_UNITS)}), e.g. "6 h"; got {value!r}'
         )
     return float(match[1]) * DURATION_UNITS[match[2]]
-
-
-def parse_effect(value: Any, metric: str, where: str) -> float:
-    """A smallest effect of interest in ``metric``'s units: a positive number (a share's below 1), or a
-    number with one of the units :data:`EFFECT_UNITS` allows for the metric (``"3 points"`` of a share)."""
-    unit = metric_unit(metric)
-    units = EFFECT_UNITS[unit]
-    allowed = f"a positive number in the metric's units{'' if not units else ' or with a unit: ' + ', '.join(units)}"
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if value <= 0 or not math.isfinite(value):
-            raise ConfigError(f"{where} must be {allowed}; got {value!r}")
-        if unit == "share" and value >= 1:
-            raise ConfigError(
-                f"{where}: {metric} is a share in [0, 1], so {value!r} cannot be an effect on it; write a fraction "
-                f'({value / 100:g}) or "{value:g} points"'
-            )
-        return float(value)
-    match = QUANTITY.match(value) if isinstance(value, str) else None
-    if not match or match[2] not in units or float(match[1]) <= 0:
-        raise ConfigError(f"{where} must be {allowed} ({metric} is measured as a {unit}); got {value!r}")
-    return float(match[1]) * units[match[2]]
 
 
 def list_specs(ablations_dir: Path = ABLATIONS_DIR) -> int:
@@ -513,6 +567,8 @@ def main(argv: list[str] | None = None) -> int:
             spec = read_spec(args.spec, args.ablations_dir)
             for row in spec.rows:
                 print(f"{row.id}: {row.label} (paper {row.paper}; compared with {row.compare_to}) {row.settings}")
+                if row.primary:
+                    print(f"    primary: {row.primary.describe(spec.metric, row.endpoints)}")
                 for endpoint in row.endpoints:
                     print(f"    endpoint: {endpoint.describe()}")
     except ConfigError as exc:

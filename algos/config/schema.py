@@ -349,6 +349,12 @@ class RewardConfig:
     soft_overlong_factor: NonNegative = Field(
         1.0, description="Multiplies the soft overlong punishment (verl overlong_buffer.penalty_factor; DAPO: 1)."
     )
+    coin_flip_share: Annotated[float, Field(ge=0.0, lt=1.0)] = Field(
+        0.0,
+        description="Share of sampled responses, drawn at random each round (seeded), whose reward sees a fair coin "
+        "flip instead of the verifier's verdict: a harm of known direction for a positive control of the tables' "
+        "statistics (snakemake calibration). The logged accuracies stay the verifier's. 0 = off.",
+    )
 
 
 @dataclass(frozen=True, config=_STRICT)

@@ -38,6 +38,17 @@ def outcome_scores(
     return scores
 
 
+def rewarded_verdicts(cfg: RLConfig, correct: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """The verdicts the reward sees (B,) bool: ``correct`` with a ``reward.coin_flip_share`` of its entries,
+    drawn with ``generator`` (CPU), replaced by fair coin flips; ``correct`` itself when the share is 0."""
+    share = cfg.reward.coin_flip_share
+    if share == 0:
+        return correct
+    chosen = torch.rand(correct.shape, generator=generator) < share  # (B,)
+    coins = torch.rand(correct.shape, generator=generator) < 0.5  # (B,)
+    return torch.where(chosen.to(correct.device), coins.to(correct.device), correct)
+
+
 def token_rewards(
     cfg: RLConfig,
     scores: torch.Tensor,

@@ -68,6 +68,7 @@ METRICS: dict[str, str] = {
     "perf/train_tokens_per_s": "trained tokens per second",
     "perf/step_seconds": "wall time of the step",
     "perf/train_seconds_total": "training time so far",
+    "perf/eval_seconds": "wall time of the step's held-out evaluation",
     "perf/peak_memory_mb": "peak memory (resident on CPU, allocated on CUDA)",
     # The critic's phases before RL (critic_metrics.jsonl; step = index within the phase).
     "reward_model/loss": "reward-model fit: ½(score - reward)² at the last token",

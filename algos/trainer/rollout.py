@@ -30,7 +30,7 @@ from algos.core.advantages import compute_advantages, discounted_returns
 from algos.core.masked import masked_mean
 from algos.core.ratios import group_expected_probability
 from algos.core.repetition import tandem_repeats
-from algos.core.rewards import keep_groups, outcome_scores, token_rewards
+from algos.core.rewards import keep_groups, outcome_scores, rewarded_verdicts, token_rewards
 from algos.core.value import explained_variance
 from algos.engine.distributed import Processes, score_share
 from algos.engine.models import ChatFormat
@@ -158,14 +158,22 @@ def _concat(parts: list[_Sampled], pad_id: int) -> _Sampled:
     )
 
 
-def _graded(cfg: RLConfig, task: TaskData, part: Responses) -> tuple[torch.Tensor, torch.Tensor]:
+def _graded(
+    cfg: RLConfig, task: TaskData, part: Responses, seed: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The verifier's verdicts and the outcome rewards of ``part``'s responses: (correct (N,) bool, scores (N,)).
 
     An unscorable response (the verifier returned None) is incorrect, and its reward is NaN unless another
-    reward function scores it.
+    reward function scores it. With a ``seed`` (sampled responses), the reward sees the verdicts of
+    :func:`~algos.core.rewards.rewarded_verdicts`; the returned verdicts stay the verifier's.
     """
     verdicts = grade(task.verifier, part.texts, part.answers, part.lengths.device)
-    return verdicts.correct, outcome_scores(cfg, verdicts.correct, part.lengths, part.truncated, verdicts.scorable)
+    rewarded = verdicts.correct
+    if seed is not None:
+        rewarded = rewarded_verdicts(
+            cfg, verdicts.correct, torch.Generator().manual_seed(derive_seed(seed, "coin-flips"))
+        )
+    return verdicts.correct, outcome_scores(cfg, rewarded, part.lengths, part.truncated, verdicts.scorable)
 
 
 def _sample_round(
@@ -202,7 +210,7 @@ def _sample_round(
         with_logprobs=cfg.rollout.old_logprobs == "sampler",
         **common,
     )
-    correct, scores = _graded(cfg, task, part)
+    correct, scores = _graded(cfg, task, part, seed)
     share = _Sampled(part.sequences, correct, part.truncated, scores, baselines, part.logprobs)
     return share if processes.count == 1 else _concat(processes.gather([share]), tokenizer.pad_token_id)
 

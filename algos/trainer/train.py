@@ -182,7 +182,9 @@ class _Run:
         return self.accelerator.unwrap_model(self.learner.critic) if self.learner.critic is not None else None
 
     def held_out_accuracy(self, step: int) -> dict[str, float]:
-        return held_out_accuracy(
+        """The held-out accuracies of :func:`held_out_accuracy`, with the evaluation's wall time."""
+        started = time.perf_counter()
+        accuracies = held_out_accuracy(
             self.cfg,
             self.policy,
             tokenizer=self.tokenizer,
@@ -191,6 +193,7 @@ class _Run:
             step=step,
             processes=self.processes,
         )
+        return {**accuracies, "perf/eval_seconds": time.perf_counter() - started}
 
     def log(self, step: int, metrics: dict[str, float], name: str = run_files.METRICS_FILE) -> None:
         """A step's metrics (a critic phase's, with ``name``) to the run's file (main process) and the tracker."""

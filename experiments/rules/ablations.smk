@@ -128,12 +128,41 @@ checkpoint seed_plan:
         "--out {output} > {log} 2>&1"
 
 
+rule train_control:
+    """Train one seed of the calibration's positive control: its row with the control's changes."""
+    input:
+        base=BASE_INPUT,
+    output:
+        final="results/controls/{spec}/{row}/seed{seed}/final_metrics.json",
+    log:
+        "results/logs/control/{spec}/{row}/seed{seed}.log",
+    conda:
+        "../envs/harness.yml"
+    params:
+        config_hash=row_config_hash,
+        budget=lambda wildcards: f"{budget_options(wildcards)} {CONTROL_OPTIONS}",
+        model=start_model,
+        seeds="{seed}",
+        train=TRAIN_COMMAND,
+    wildcard_constraints:
+        seed=r"\d+",
+    threads: TRAIN_PROCESSES
+    message:
+        "Training the positive control of {wildcards.spec} / {wildcards.row} / seed {wildcards.seed}"
+    shell:
+        TRAIN_SHELL.replace("results/runs", "results/controls")
+
+
 rule calibration_report:
-    """The A/A calibration of the report procedure on one row's many seeds."""
+    """The calibration of the report procedure on one row's many seeds: the A/A and the positive control."""
     input:
         row_runs(
             config["calibration"]["spec"], {config["calibration"]["row"]: config["calibration"]["seeds"]}
         ),
+        [
+            f"results/controls/{config['calibration']['spec']}/{config['calibration']['row']}/seed{seed}/final_metrics.json"
+            for seed in range(config["calibration"]["seeds"] if config["calibration"]["control"] else 0)
+        ],
     output:
         markdown="results/reports/calibration.md",
         page=report("results/reports/calibration.html", category="Calibration"),
@@ -148,9 +177,14 @@ rule calibration_report:
         splits=config["calibration"]["splits"],
         half=config["ablations"]["seeds"],
         adjust=config["ablations"]["adjust"],
+        control=(
+            f"--control-runs results/controls --direction {config['calibration']['control_direction']}"
+            if config["calibration"]["control"]
+            else ""
+        ),
     message:
         "Calibrating the verdicts on {params.seeds} seeds of {params.spec} / {params.row}"
     shell:
         "python -m reports.calibration --spec {params.spec} --row {params.row} --runs results/runs "
         "--seeds {params.seeds} --half {params.half} --splits {params.splits} --adjust {params.adjust} "
-        "--out results/reports > {log} 2>&1"
+        "{params.control} --out results/reports > {log} 2>&1"

@@ -34,8 +34,16 @@ def budget_options(wildcards):
     )
 
 
+CONTROL_OPTIONS = " ".join(
+    f"--set {shlex.quote(text)}" for text in [*config["calibration"]["control"], "tracking.backend=none"]
+)
+"""The positive control's changes, as overrides on top of the campaign's budget; its runs stay out of MLflow, whose
+parent runs are the spec's rows."""
 for _spec in config["ablations"]["specs"]:
     spec_named(_spec).check_budget(BUDGET)  # a bad spec or budget fails here, before any job starts
+spec_named(config["calibration"]["spec"]).check_budget(
+    Budget(BUDGET.overrides + tuple(config["calibration"]["control"]), BUDGET.step_scale, BUDGET.tuned)
+)  # likewise a bad control change
 for _preset in BUDGET.tuned:
     BUDGET.tuned_settings(_preset)  # likewise an unknown tuned key
 TRAIN_PROCESSES = config["training"]["processes"]

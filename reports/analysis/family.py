@@ -1,9 +1,9 @@
-"""A spec's whole analysis: its rows on the table's metric and its declared endpoints, judged as one family.
+"""A spec's whole analysis: its rows on the table's metric and its declared endpoints, judged under its design.
 
-The table's comparisons (rows with a paper number) and every declared endpoint form one family whose
-p-values are adjusted together (Holm unless ``bh``); a direction is called only where the adjusted p
-is at most 0.05, and an undecided comparison says what effect it could have detected
-(:mod:`reports.verdicts`). Every report and command that needs a spec's numbers reads them from
+Each compared row's primary comparison and its secondary ones (the table's metric where a mechanism
+endpoint is primary, and every other declared endpoint) are judged as the spec's design declares
+(:mod:`reports.verdicts`): a direction is called only where the adjusted p is at most 0.05, and an
+undecided comparison says what effect it could have detected. Every report and command that needs a spec's numbers reads them from
 :func:`analyse`, which reads each run's files once (:mod:`reports.analysis.runs`).
 """
 
@@ -19,7 +19,7 @@ from reports.analysis.endpoints import EndpointResult, measure
 from reports.analysis.rows import RowResult, measure_rows
 from reports.analysis.runs import FinishedRun
 from reports.stats import ADJUSTMENTS
-from reports.verdicts import Claim, judge_family
+from reports.verdicts import PRIMARY, SECONDARY, Claim, judge_family
 
 
 @dataclass(frozen=True)
@@ -65,21 +65,43 @@ def analyse(
 def judged(
     spec: AblationSpec, rows: list[RowResult], measured: list[EndpointResult], method: str
 ) -> tuple[list[RowResult], list[EndpointResult]]:
-    """Rows and endpoints with their judgements: the table's comparisons and the endpoints as one family.
+    """Rows and endpoints with their judgements under the spec's design (:func:`reports.verdicts.judge_family`).
 
     An endpoint on the table's metric at the runs' last step is the table's own comparison, counted once.
+    A spec without a design tests nothing.
     """
-    claims = [Claim((r.row.id, spec.metric, "final"), r.comparison, r.paper_delta) for r in rows] + [
-        Claim(
-            (e.row.id, spec.metric, "final")
-            if e.final and e.endpoint.metric == spec.metric
-            else (e.row.id, e.endpoint.metric, e.window),
-            e.comparison,
-            (1.0 if e.endpoint.direction == "up" else -1.0) if e.row.compare_to else None,
-        )
-        for e in measured
-    ]
-    judgements = judge_family(claims, method)
+    claims = [_row_claim(spec, r) for r in rows] + [_endpoint_claim(spec, e) for e in measured]
+    secondary = spec.design.secondary if spec.design else "separate"
+    judgements = judge_family(claims, secondary, method)
     judged_rows = [dataclasses.replace(r, judgement=j) for r, j in zip(rows, judgements[: len(rows)], strict=True)]
     ends = [dataclasses.replace(e, judgement=j) for e, j in zip(measured, judgements[len(rows) :], strict=True)]
     return judged_rows, ends
+
+
+def _row_claim(spec: AblationSpec, result: RowResult) -> Claim:
+    """The table's comparison of a row: primary unless the row flags an endpoint; a margin claim where declared."""
+    primary = result.row.primary if spec.design else None
+    on_table = primary is not None and primary.endpoint is None
+    return Claim(
+        (result.row.id, spec.metric, "final"),
+        result.comparison,
+        result.paper_delta if spec.design else None,
+        result.row.id,
+        PRIMARY if on_table else SECONDARY,
+        primary.claim if on_table else None,
+        primary.smallest_effect if on_table and primary.claim else None,
+    )
+
+
+def _endpoint_claim(spec: AblationSpec, result: EndpointResult) -> Claim:
+    """A declared endpoint's comparison: the row's primary where flagged, secondary otherwise."""
+    row, endpoint = result.row, result.endpoint
+    if result.final and endpoint.metric == spec.metric:
+        key = (row.id, spec.metric, "final")
+    else:
+        key = (row.id, endpoint.metric, result.window)
+    primary = (
+        row.primary is not None and row.primary.endpoint is not None and row.endpoints[row.primary.endpoint] == endpoint
+    )
+    expected = (1.0 if endpoint.direction == "up" else -1.0) if row.compare_to and spec.design else None
+    return Claim(key, result.comparison, expected, row.id, PRIMARY if primary else SECONDARY)

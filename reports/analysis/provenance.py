@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from algos.campaign.ablations import AblationSpec
 from algos.config.schema import RunConfig
 from reports.analysis.rows import SELECTION, RowResult
@@ -137,3 +139,49 @@ def spec_file_state(path: Path) -> tuple[str, str | None]:
             "edited after these runs; commit the spec before reading the verdicts"
         )
     return digest, None
+
+
+DECLARED_ROW_FIELDS = ("id", "paper", "claim", "endpoints", "compare_to")
+"""What a row declares for the verdicts (its configs are guarded by the runs' config hashes)."""
+
+
+def declarations(text: str) -> dict:
+    """The parts of a spec's YAML text the verdicts are judged by: the metric, the design, the spec's endpoints and
+    each row's paper number, claim, endpoints and compared row."""
+    body = yaml.safe_load(text) or {}
+    rows = body.get("rows") or []
+    return {
+        "metric": body.get("metric"),
+        "design": body.get("design"),
+        "endpoints": body.get("endpoints"),
+        "rows": [{key: row.get(key) for key in DECLARED_ROW_FIELDS} for row in rows if isinstance(row, dict)],
+    }
+
+
+def declaration_warnings(path: Path, commits: list[str]) -> list[str]:
+    """A warning per commit the runs were trained at whose version of the spec declared other verdicts than the
+    spec now does (a design, endpoint, paper number or claim changed after the runs existed)."""
+    now = declarations(path.read_text())
+    warnings = []
+    for commit in commits:
+        if commit == "unknown":
+            continue
+        try:
+            then = subprocess.run(
+                ["git", "show", f"{commit}:./{path.name}"],
+                cwd=path.parent,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            warnings.append(f"could not read {path.name} at the runs' commit {commit[:10]} to compare its declarations")
+            continue
+        if declarations(then) != now:
+            warnings.append(
+                f"{path.name} declares its design, endpoints, paper numbers or claims differently from its version at "
+                f"the runs' commit {commit[:10]}: these verdicts are judged under declarations made after the runs "
+                "existed"
+            )
+    return warnings

@@ -4,7 +4,8 @@ One panel per compared quantity (the table's metric, then each declared endpoint
 row: Δ (dot) with its 95 % interval, coloured by its verdict; the grey band around zero spans ± the
 effect the comparison could have detected (80 % power at the family's per-comparison level), so a
 short interval inside the band reads "no effect this large", a long one "these seeds cannot tell";
-a triangle at the panel's edge marks the direction the paper argues (▶ up, ◀ down).
+a triangle at the panel's edge marks the direction the paper argues (▶ up, ◀ down); ★ marks each row's
+declared primary comparison (the others are secondary).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def forest_plot(spec: AblationSpec, analysis: Analysis) -> bytes | None:
             ),
             Patch(color=BAND_COLOR, label="± detectable effect (80 % power)"),
             Line2D([], [], color="black", marker=">", linestyle="none", label="paper argues up (◀: down)"),
+            Line2D([], [], linestyle="none", label="★ the row's primary comparison"),
         ],
         loc="outside lower center",
         ncols=3,
@@ -66,7 +68,12 @@ def forest_plot(spec: AblationSpec, analysis: Analysis) -> bytes | None:
 def comparison_panels(spec: AblationSpec, analysis: Analysis) -> list[tuple[str, float, list[Line]]]:
     """(panel title, scale, lines): the table's metric in points first, then each endpoint metric in its units."""
     table = [
-        (r.row.label, r.comparison, r.judgement, None if r.paper_delta is None else _sign(r.paper_delta))
+        (
+            _label(r.row.label, r.judgement),
+            r.comparison,
+            r.judgement,
+            None if r.paper_delta is None else _sign(r.paper_delta),
+        )
         for r in analysis.rows
         if r.comparison is not None
     ]
@@ -75,7 +82,7 @@ def comparison_panels(spec: AblationSpec, analysis: Analysis) -> list[tuple[str,
     for metric in metrics:
         lines = [
             (
-                f"{e.row.label} ({e.window[0]}–{e.window[1]})",
+                _label(f"{e.row.label} ({e.window[0]}–{e.window[1]})", e.judgement),
                 e.comparison,
                 e.judgement,
                 1.0 if e.endpoint.direction == "up" else -1.0,
@@ -117,6 +124,11 @@ def draw_panel(axes, title: str, scale: float, lines: Sequence[Line]) -> None:
     axes.tick_params(axis="x", labelsize="x-small")
     axes.set_title(title, fontsize="small", loc="left")
     axes.grid(axis="x", alpha=0.3)
+
+
+def _label(text: str, judgement: Judgement | None) -> str:
+    """A line's label, marked ★ where it is its row's declared primary comparison."""
+    return f"★ {text}" if judgement is not None and judgement.role == "primary" else text
 
 
 def _sign(value: float) -> float | None:

@@ -36,7 +36,8 @@ class Table:
 @dataclass(frozen=True)
 class Page:
     """Everything one report shows; ``figures`` are (title, PNG bytes); ``warnings`` come first, in bold;
-    ``lead`` is a figure shown before the main table, the page's summary at a glance."""
+    ``first`` are tables shown before everything else (a report's design); ``lead`` is a figure shown before
+    the main table, the page's summary at a glance."""
 
     title: str
     introduction: str
@@ -48,6 +49,7 @@ class Page:
     tables: Sequence[Table] = ()
     warnings: Sequence[str] = ()
     lead: tuple[str, bytes] | None = None
+    first: Sequence[Table] = ()
 
     @property
     def all_figures(self) -> list[tuple[str, bytes]]:
@@ -73,6 +75,8 @@ def render_markdown(page: Page, figure_paths: Sequence[str]) -> str:
     lead = figures.pop(0) if page.lead else None
     lines = [f"# {page.title}", "", page.introduction, ""]
     lines += [f"**Warning:** {warning}" for warning in page.warnings] + ([""] if page.warnings else [])
+    for table in page.first:
+        lines += [f"## {table.title}", "", *_markdown_table(table.header, table.cells), "", table.note, ""]
     if lead:
         lines += [f"![{lead[0]}]({lead[1]})", ""]
     lines += [*_markdown_table(page.header, page.cells), "", page.note, ""]
@@ -88,8 +92,9 @@ def render_html(page: Page) -> str:
     """The page as one self-contained HTML document (figures embedded as data URIs)."""
     esc = html.escape
     warnings = "".join(f"<p><strong>Warning:</strong> {esc(warning)}</p>" for warning in page.warnings)
-    tables = "".join(
-        f"<h2>{esc(t.title)}</h2>{_html_table(t.header, t.cells)}<p>{esc(t.note)}</p>" for t in page.tables
+    tables, first = (
+        "".join(f"<h2>{esc(t.title)}</h2>{_html_table(t.header, t.cells)}<p>{esc(t.note)}</p>" for t in group)
+        for group in (page.tables, page.first)
     )
     images = "".join(
         f"<h2>{esc(title)}</h2><img alt='{esc(title)}' src='{png_data_uri(png)}'>" for title, png in page.figures
@@ -97,7 +102,7 @@ def render_html(page: Page) -> str:
     lead = f"<img alt='{esc(page.lead[0])}' src='{png_data_uri(page.lead[1])}'>" if page.lead else ""
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(page.title)}</title><style>{STYLE}</style>"
-        f"</head><body><h1>{esc(page.title)}</h1><p>{esc(page.introduction)}</p>{warnings}{lead}"
+        f"</head><body><h1>{esc(page.title)}</h1><p>{esc(page.introduction)}</p>{warnings}{first}{lead}"
         f"{_html_table(page.header, page.cells)}<p>{esc(page.note)}</p>{tables}{images}"
         f"<h2>Provenance</h2><pre>{esc(json.dumps(page.origin, indent=2))}</pre>"
         "</body></html>\n"

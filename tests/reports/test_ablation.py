@@ -70,11 +70,11 @@ def test_table_compares_each_row_with_the_one_before_in_the_papers_order(dapo_ru
     assert cells[-1][2:] == ["not run", "—", "—", "—", "—", "—", "—"]
 
 
-def test_every_comparison_of_the_report_is_one_holm_family(dapo_runs):
+def test_the_primary_comparisons_are_the_family(dapo_runs):
     analysis = analyse(read_spec("dapo_table1"), dapo_runs / "runs", seeds=3)
     judged = [r for r in analysis.rows if r.judgement and r.judgement.adjusted_p is not None]
     judged += [e for e in analysis.endpoints if e.judgement and e.judgement.adjusted_p is not None]
-    # The four row comparisons that ran; the fake runs' endpoints are equal on every seed (no p-value).
+    # The four rows' primaries that ran; the fake runs' endpoints (secondary) are equal on every seed (no p-value).
     assert analysis.family_size == len(judged) == 4
     raw = sorted(item.comparison.p_value for item in judged)
     adjusted = sorted(item.judgement.adjusted_p for item in judged)
@@ -90,6 +90,10 @@ def test_reports_are_written_from_the_runs_files_alone(dapo_runs):
     figures = sorted((dapo_runs / "reports" / "dapo_table1_figures").glob("*.png"))
     assert figures and all(f"dapo_table1_figures/{f.name}" in text for f in figures)
     assert text.index("![Every comparison at a glance") < text.index("| Naive GRPO |")  # the forest plot leads
+    assert text.index("## Study design") < text.index("![Every comparison at a glance")  # after the design
+    design = next(line for line in text.splitlines() if line.startswith("| + Overlong Filtering | eval/test"))
+    # Primary up (36 after 30), 5 points; 3 seeds; α/4 over the four primaries that ran; one secondary decided.
+    assert "| 5 points | 3 | 0.0125 |" in design and design.endswith("| agrees | — |")
     html = page.read_text()
     assert "data:image/png;base64," in html and "src='http" not in html and "<table>" in html
 

@@ -4,7 +4,16 @@ import numpy as np
 import pytest
 
 from algos.campaign.ablations import read_spec
-from reports.calibration import TESTS, false_positive_rates, jackknife_interval, quantities, write_calibration
+from reports.calibration import (
+    TESTS,
+    detection_rate,
+    false_positive_rates,
+    family_adjusted,
+    jackknife_interval,
+    predicted_detection,
+    quantities,
+    write_calibration,
+)
 from tests.reports.test_ablation import fake_run
 
 PAIRED = TESTS["paired t (as a table pairs seeds)"]
@@ -48,3 +57,34 @@ def test_the_calibration_report_is_written_from_the_runs(tmp_path):
     assert "| eval/test/accuracy_t1 at the last step |" in text and page.is_file()
     with pytest.raises(FileNotFoundError, match="needs 10"):
         write_calibration("dapo_table1", "naive_grpo", tmp_path / "runs", tmp_path / "out", 8, 5, 50, "holm")
+
+
+def test_the_positive_controls_observed_rate_meets_its_prediction_on_simulated_seeds():
+    # 12 seeds whose control sits 1.5 sds of the per-seed differences below the row.
+    rng = np.random.default_rng(4)
+    base = rng.standard_normal(12)
+    control = base - 1.5 + rng.standard_normal(12)
+    observed = detection_rate(base, control, 6, 2000, 0, 0.05, -1.0)
+    predicted = predicted_detection(base, control, 6, 0.05, -1.0)
+    assert 0.2 < predicted < 1.0 and observed == pytest.approx(predicted, abs=0.12)
+    assert detection_rate(base, control, 6, 200, 0, 0.05, 1.0) == 0.0  # never called the wrong way
+    assert predicted_detection(base, base + 1.0, 4, 0.05, 1.0) == 1.0  # no spread: the sign decides
+
+
+def test_a_gated_a_a_family_waits_for_its_primary():
+    # The primary's p is 0.5: nothing behind it can be called, however small its p.
+    assert family_adjusted([0.5, 0.001, 0.01], "gated") == pytest.approx([0.5, 0.5, 0.5])
+    assert family_adjusted([0.01, 0.001, None], "separate") == [0.01, 0.001, None]
+
+
+def test_the_calibration_report_carries_the_positive_control(tmp_path):
+    for seed in range(8):
+        value = 0.5 + 0.01 * ((seed * 7) % 5)
+        fake_run(tmp_path / "runs" / "dapo_table1" / "naive_grpo" / f"seed{seed}", value)
+        fake_run(tmp_path / "controls" / "dapo_table1" / "naive_grpo" / f"seed{seed}", value - 0.05 - 0.002 * seed)
+    markdown, _ = write_calibration(
+        "dapo_table1", "naive_grpo", tmp_path / "runs", tmp_path / "out", 8, 3, 50, "holm", tmp_path / "controls"
+    )
+    text = markdown.read_text()
+    assert "Positive control over 8 seeds: Δ = −0.057" in text.replace("-", "−")
+    assert "level 0.01 (α/m of the spec's primaries)" in text and '"positive control"' in text

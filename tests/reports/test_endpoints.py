@@ -1,6 +1,8 @@
 """The endpoint and diagnostics tables of an ablation report, from fake runs with known metrics."""
 
+import dataclasses
 import json
+import subprocess
 
 import pytest
 import yaml
@@ -10,7 +12,7 @@ from reports.ablation import write_report
 from reports.analysis import endpoints
 from reports.analysis.diagnostics import row_diagnostics, run_warnings
 from reports.analysis.family import judged
-from reports.analysis.provenance import spec_file_state
+from reports.analysis.provenance import declaration_warnings, spec_file_state
 from reports.analysis.runs import load_run
 from reports.render.tables import diagnostic_cells, endpoint_cells
 
@@ -60,6 +62,7 @@ def test_window_mean_hand_values():
 
 def test_endpoints_are_measured_on_scaled_windows_and_compared_by_seed(runs):
     spec, runs_of = runs
+    spec = dataclasses.replace(spec, design=dataclasses.replace(spec.design, secondary="separate"))
     _, measured = judged(spec, [], endpoints.measure(spec, runs_of, {row.id: 60 for row in spec.rows}), "holm")
     entropy = next(r for r in measured if r.row.id == "clip_higher" and r.endpoint.metric == "actor/entropy")
     assert entropy.window == (15, 30)  # declared [30, 60] of 60 steps, the runs made 30
@@ -126,3 +129,19 @@ def test_an_edited_spec_is_flagged(tmp_path):
     spec_file.write_text("a: 2\n")
     digest, warning = spec_file_state(spec_file)
     assert len(digest) == 16 and "mine.yaml has uncommitted changes" in warning
+
+
+def test_declarations_changed_after_the_runs_are_named(tmp_path):
+    spec_file = tmp_path / "mine.yaml"
+    spec_file.write_text("design: {smallest_effect: 5 points, secondary: gated}\nrows: [{id: a, paper: 1}]\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "mine.yaml"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "spec"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    spec_file.write_text(spec_file.read_text() + "title: a new title changes no verdict\n")
+    assert declaration_warnings(spec_file, [commit, "unknown"]) == []
+    spec_file.write_text(spec_file.read_text().replace("5 points", "3 points"))
+    (warning,) = declaration_warnings(spec_file, [commit])
+    assert f"at the runs' commit {commit[:10]}" in warning and "made after the runs existed" in warning
+    assert "could not read mine.yaml" in declaration_warnings(spec_file, ["0" * 40])[0]

@@ -52,7 +52,8 @@ def write_spec(tmp_path, **fields):
         "paper_metric": "m",
         "kind": "cumulative",
         "preset": "grpo",
-        "rows": [{"id": "a", "paper": 1}, {"id": "b", "paper": None, "changes": {"policy_loss.clip_eps_high": 0.3}}],
+        "design": {"smallest_effect": "5 points", "secondary": "gated"},
+        "rows": [{"id": "a", "paper": 1}, {"id": "b", "paper": 2, "changes": {"policy_loss.clip_eps_high": 0.3}}],
     }
     body.update(fields)
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump(body))
@@ -83,7 +84,7 @@ def test_a_new_table_is_just_a_file(tmp_path):
         ({"rows": [{"id": "a"}]}, "row 'a' has no 'paper' field"),
         ({"preset": "grpo_plus"}, "unknown preset 'grpo_plus'"),
         ({"rows": [{"id": "a", "paper": 1, "preset": "dapo"}]}, "keeps one preset"),
-        ({"rows": [{"id": "a", "paper": 1, "colour": 1}]}, "unknown fields"),
+        ({"rows": [{"id": "a", "paper": 1, "colour": 1}]}, "row .a.: unknown key .colour.; valid: id, label"),
     ],
 )
 def test_bad_specs_fail_naming_file_row_and_choices(tmp_path, fields, message):
@@ -155,8 +156,8 @@ ENDPOINT = {"metric": "actor/entropy", "window": [10, 40], "direction": "up", "s
 def test_endpoints_come_from_the_spec_and_a_row_replaces_them(tmp_path):
     rows = [
         {"id": "a", "paper": 1},
-        {"id": "b", "paper": None, "endpoints": [{**ENDPOINT, "metric": "rollout/truncated_frac"}]},
-        {"id": "c", "paper": None, "endpoints": []},
+        {"id": "b", "paper": 2, "endpoints": [{**ENDPOINT, "metric": "rollout/truncated_frac"}]},
+        {"id": "c", "paper": 3, "endpoints": []},
     ]
     spec = read_spec("mine", write_spec(tmp_path, endpoints=[ENDPOINT], rows=rows))
     (a,) = spec.row("a").endpoints
@@ -187,7 +188,7 @@ def test_endpoints_come_from_the_spec_and_a_row_replaces_them(tmp_path):
     ],
 )
 def test_a_bad_endpoint_fails_naming_the_file_and_row(tmp_path, endpoint, message):
-    rows = [{"id": "a", "paper": 1}, {"id": "b", "paper": None, "endpoints": [endpoint]}]
+    rows = [{"id": "a", "paper": 1}, {"id": "b", "paper": 2, "endpoints": [endpoint]}]
     with pytest.raises(ConfigError, match=message) as error:
         read_spec("mine", write_spec(tmp_path, rows=rows))
     assert "mine.yaml" in str(error.value) and "row 'b'" in str(error.value)
@@ -210,6 +211,7 @@ def test_the_row_command_shows_the_endpoints_with_the_resolved_config(capsys):
 
 
 def test_list_names_a_broken_spec_and_still_lists_the_rest(tmp_path, capsys):
+    shutil.copytree(ABLATIONS_DIR / "design_basis", tmp_path / "design_basis")
     for name in ("dapo_table1", "dr_grpo_bias"):
         shutil.copy(ABLATIONS_DIR / f"{name}.yaml", tmp_path)
     (tmp_path / "broken.yaml").write_text("title: no rows here\n")
@@ -250,7 +252,7 @@ def test_a_bad_seed_plan_fails_naming_the_key(tmp_path, plan, message):
 
 
 def test_a_planned_spec_needs_every_compared_endpoints_smallest_effect(tmp_path):
-    rows = [{"id": "a", "paper": 1}, {"id": "b", "paper": None, "endpoints": [ENDPOINT]}]
+    rows = [{"id": "a", "paper": 1}, {"id": "b", "paper": 2, "endpoints": [ENDPOINT]}]
     with pytest.raises(ConfigError, match="row 'b': endpoint actor/entropy has no 'smallest_effect'"):
         read_spec("mine", write_spec(tmp_path, rows=rows, plan=PLAN))
     rows[1]["endpoints"] = [{**ENDPOINT, "smallest_effect": 0.01}]

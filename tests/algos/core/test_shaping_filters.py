@@ -5,7 +5,7 @@ from torch.testing import assert_close
 from algos.config.presets import load_config
 from algos.core.filters import informative_groups, overlong_filter_mask
 from algos.core.lm_loss import positive_example_nll
-from algos.core.rewards import keep_groups, outcome_scores, token_rewards
+from algos.core.rewards import keep_groups, outcome_scores, rewarded_verdicts, token_rewards
 from algos.core.shaping import correctness_reward, place_outcome_reward, soft_overlong_punishment
 
 
@@ -45,7 +45,9 @@ def test_dynamic_sampling_filters_on_correctness_not_shaped_reward():
     assert scores[0] != scores[1]
     assert keep_groups(cfg, correct, scores).tolist() == [False, False]
     graded = torch.tensor([1.0, 0.5, 0.0, 0.0])
-    by_reward = load_config("grpo", overrides=["rollout.group_size=2", "dynamic_sampling.enabled=true", "dynamic_sampling.filter_on=reward"])
+    by_reward = load_config(
+        "grpo", overrides=["rollout.group_size=2", "dynamic_sampling.enabled=true", "dynamic_sampling.filter_on=reward"]
+    )
     assert keep_groups(by_reward, correct, graded).tolist() == [True, False]
 
 
@@ -68,3 +70,18 @@ def test_positive_example_nll():
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
     assert_close(positive_example_nll(logp, mask, torch.tensor([True, False]), 2.0), torch.tensor(2.0))
     assert_close(positive_example_nll(logp, mask, torch.tensor([False, False]), 0.0), torch.tensor(0.0))
+
+
+def test_coin_flips_replace_the_declared_share_of_verdicts_at_random():
+    correct = torch.tensor([True, False] * 5000)  # (B,)
+    off = load_config("grpo")
+    assert rewarded_verdicts(off, correct, torch.Generator().manual_seed(0)) is correct
+    cfg = load_config("grpo", overrides=["reward.coin_flip_share=0.5"])
+    flipped = rewarded_verdicts(cfg, correct, torch.Generator().manual_seed(0))
+    # Half are drawn, and half of those land on the other verdict: a quarter change.
+    assert (flipped != correct).float().mean().item() == pytest.approx(0.25, abs=0.02)
+    assert flipped.float().mean().item() == pytest.approx(0.5, abs=0.02)
+    again = rewarded_verdicts(cfg, correct, torch.Generator().manual_seed(0))
+    assert torch.equal(flipped, again)  # seeded: the same draw for the same seed
+    with pytest.raises(Exception, match="coin_flip_share"):
+        load_config("grpo", overrides=["reward.coin_flip_share=1.0"])
