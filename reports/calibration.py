@@ -40,10 +40,10 @@ from algos.campaign.ablations import AblationSpec, Endpoint, read_spec
 from algos.config.presets import ConfigError
 from reports.analysis.endpoints import step_factor, window_mean
 from reports.analysis.runs import FinishedRun, finished_runs
+from reports.multiplicity import adjusted_p_values, gated_graph
 from reports.render.figures import DPI, png_bytes
 from reports.render.pages import Page, run_report, write_page
-from reports.multiplicity import adjusted_p_values, gated_graph
-from reports.stats import ADJUSTMENTS, LEVEL, adjust, paired_t, welch_t
+from reports.stats import ADJUSTMENTS, LEVEL, MINUS, adjust, paired_t, welch_t
 
 TESTS: dict[str, Callable] = {
     "paired t (as a table pairs seeds)": lambda a, b: paired_t(a, b, distribution_free=False).p_value,
@@ -208,28 +208,38 @@ def spread_figure(names: Sequence[str], values: np.ndarray) -> bytes:
 
 def control_lines(
     spec: AblationSpec, base: np.ndarray, control: np.ndarray, half: int, splits: int, direction: float
-) -> tuple[str, dict[str, float]]:
-    """The positive control's sentence and numbers: measured effect, predicted and observed detection rates."""
+) -> tuple[str, dict[str, object]]:
+    """The positive control's sentence and numbers: the measured effect, and the predicted and observed detection
+    rates at ``half`` seeds and, where the seeds allow, twice as many."""
     share = LEVEL / max(1, sum(row.primary is not None for row in spec.rows))
     pair = np.column_stack([base, control])
-    observed = jackknife(lambda v, s: detection_rate(v[:, 0], v[:, 1], half, splits, s, share, direction), pair, 0)
-    predicted = jackknife(lambda v, _: predicted_detection(v[:, 0], v[:, 1], half, share, direction), pair, 0)
     differences = control - base
-    numbers = {
+    numbers: dict[str, object] = {
         "effect": float(np.mean(differences)),
         "sd": float(np.std(differences, ddof=1)),
         "share of the level": share,
-        "predicted": predicted[0],
-        "observed": observed[0],
     }
+    rates = []
+    for size in [n for n in (half, 2 * half) if n < base.size]:
+        observed = jackknife(
+            lambda v, s, n=size: detection_rate(v[:, 0], v[:, 1], n, splits, s, share, direction), pair, 0
+        )
+        predicted = jackknife(lambda v, _, n=size: predicted_detection(v[:, 0], v[:, 1], n, share, direction), pair, 0)
+        numbers[f"{size} seeds"] = {"predicted": predicted, "observed": observed}
+        rates.append(f"at {size} seeds predicted {_interval(predicted)}, observed {_interval(observed)}")
+    effect = f"{numbers['effect']:+.4g}".replace("-", MINUS)
     sentence = (
-        f"Positive control over {base.size} seeds: Δ = {numbers['effect']:+.4g} (sd of the per-seed differences "
-        f"{numbers['sd']:.3g}); at {half} seeds and level {share:.3g} (α/m of the spec's primaries) the paired t "
-        f"should call it {'up' if direction > 0 else 'down'} in {predicted[0]:.3f} [{predicted[1]:.3f}, "
-        f"{predicted[2]:.3f}] of draws and called it in {observed[0]:.3f} [{observed[1]:.3f}, {observed[2]:.3f}] "
-        f"({splits} draws; 95 % jackknife intervals over seeds)."
+        f"Positive control over {base.size} seeds: Δ = {effect} (sd of the per-seed differences "
+        f"{numbers['sd']:.3g}). The share of draws in which the paired t at level {share:.3g} (α/m of the spec's "
+        f"primaries) calls it {'up' if direction > 0 else 'down'}: "
+        + "; ".join(rates)
+        + f" ({splits} draws each; 95 % jackknife intervals over seeds)."
     )
     return sentence, numbers
+
+
+def _interval(estimate: tuple[float, float, float]) -> str:
+    return f"{estimate[0]:.3f} [{estimate[1]:.3f}, {estimate[2]:.3f}]"
 
 
 def write_calibration(

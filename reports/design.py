@@ -254,6 +254,34 @@ def seeds_per_row(spec: AblationSpec, designs: Sequence[ComparisonDesign]) -> di
     return seeds
 
 
+def design_plan(spec: AblationSpec, basis: Basis, problems: int) -> dict:
+    """The fixed design as a campaign's seed plan (read by :func:`reports.seed_plan.read_plan`): each row's seeds,
+    numbered after the basis' last seed so no tested run repeats a basis run, sized at ``problems`` final
+    problems; the comparisons that would need more than :data:`MAX_SEEDS` are named as unresolved."""
+    designs = fixed_design(spec, basis, problems)
+    counts = seeds_per_row(spec, designs)
+    first = max(basis.seeds) + 1
+    unresolved = [
+        f"{d.row} vs {d.compared_with}: more than {MAX_SEEDS} seeds would be needed to detect {d.smallest_effect:g}"
+        for d in designs
+        if d.seeds is None
+    ]
+    return {
+        "spec": spec.name,
+        "design": "fixed",
+        "pilot_seeds": None,
+        "problems": problems,
+        "seeds": {row: list(range(first, first + count)) for row, count in counts.items()},
+        "comparisons": [dict(d.__dict__) for d in designs],
+        "unresolved": unresolved,
+        "summary": (
+            f"Seeds from a fixed design sized on the basis' seeds {', '.join(map(str, basis.seeds))} (never tested "
+            f"again): each primary detects its smallest effect with 80 % power at α/{len(designs)}, at {problems} final "
+            "problems; seeds per row: " + ", ".join(f"{row} {count}" for row, count in counts.items()) + "."
+        ),
+    }
+
+
 def optimal_problems(
     true_variance: float, sampling_variance: float, run_seconds: float, seconds_per_problem: float
 ) -> float:

@@ -32,6 +32,7 @@ from reports.design import (
     TABLE_QUANTITY,
     Basis,
     campaign_seconds,
+    design_plan,
     difference_variance,
     fixed_design,
     optimal_problems,
@@ -150,6 +151,24 @@ def print_design(record: dict, curves: list[dict], scale: float) -> None:
     print()
 
 
+def write_plan(specs: Sequence[str], problems: int | None, out: Path) -> int:
+    """Write the one spec's fixed design as its seed plan; exit 2 naming the fault."""
+    if len(specs) != 1:
+        print("error: --write-plan writes the plan of one spec; give one --spec", file=sys.stderr)
+        return 2
+    try:
+        spec = read_spec(specs[0])
+        basis = spec_basis(spec)
+        record = design_plan(spec, basis, problems or basis.problems)
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1) + "\n")
+    print(record["summary"])
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.seed_design", description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec", nargs="+", required=True, help="ablation specs whose design names a basis")
@@ -161,7 +180,14 @@ def main(argv: list[str] | None = None) -> int:
         "--effects", type=float, nargs="*", default=[], help="curve: smallest effects (in points of a share)"
     )
     parser.add_argument("--out", type=Path, help="also write the records as JSON here")
+    parser.add_argument(
+        "--write-plan",
+        type=Path,
+        help="write one spec's fixed design as the campaign's seed plan (results/plans/<spec>.json)",
+    )
     args = parser.parse_args(argv)
+    if args.write_plan:
+        return write_plan(args.spec, args.problems, args.write_plan)
     records = []
     try:
         for name in args.spec:

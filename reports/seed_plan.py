@@ -118,19 +118,24 @@ def simulate_planned_rejections(
 
 @dataclass(frozen=True)
 class Plan:
-    """A campaign's seed plan as written by ``python -m reports.plan_seeds``.
+    """A campaign's seed plan as written by ``python -m reports.plan_seeds`` (Stein) or ``python -m
+    reports.seed_design --write-plan`` (a fixed design from a basis).
 
-    seeds: row -> seeds it runs (0..n-1). summary: one sentence for the report. unresolved: the
-    comparisons the budget could not give the seeds they need, each with what it would need.
+    pilot_seeds: Stein's pilot (None for a fixed design, whose tests are plain paired t). seeds: row -> the
+    seeds it runs (a count n in the file means 0..n-1). summary: one sentence for the report. unresolved:
+    the comparisons the budget could not give the seeds they need, each with what it would need.
     """
 
-    pilot_seeds: int
-    seeds: dict[str, int]
+    pilot_seeds: int | None
+    seeds: dict[str, tuple[int, ...]]
     summary: str
     unresolved: list[str]
 
 
 def read_plan(path: Path) -> Plan:
-    """The plan in ``path`` (JSON written by :mod:`reports.plan_seeds`)."""
+    """The plan in ``path`` (JSON written by :mod:`reports.plan_seeds` or :mod:`reports.seed_design`)."""
     record = json.loads(path.read_text())
-    return Plan(record["pilot_seeds"], dict(record["seeds"]), record["summary"], list(record["unresolved"]))
+    seeds = {
+        row: tuple(range(given)) if isinstance(given, int) else tuple(given) for row, given in record["seeds"].items()
+    }
+    return Plan(record["pilot_seeds"], seeds, record["summary"], list(record["unresolved"]))

@@ -21,7 +21,6 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from algos.campaign.study_design import SECONDARY_RULES
-
 from reports.multiplicity import adjusted_p_values, gated_graph
 from reports.stats import (
     LEVEL,
@@ -37,7 +36,6 @@ from reports.stats import (
     stein_test,
     verdict_level,
 )
-
 
 PRIMARY, SECONDARY = "primary", "secondary"
 

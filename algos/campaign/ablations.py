@@ -568,7 +568,10 @@ def main(argv: list[str] | None = None) -> int:
             for row in spec.rows:
                 print(f"{row.id}: {row.label} (paper {row.paper}; compared with {row.compare_to}) {row.settings}")
                 if row.primary:
-                    print(f"    primary: {row.primary.describe(spec.metric, row.endpoints)}")
+                    print(
+                        f"    primary: {row.primary.describe(spec.metric, row.endpoints)}; smallest effect "
+                        f"{row.primary.smallest_effect:g} in the metric's units"
+                    )
                 for endpoint in row.endpoints:
                     print(f"    endpoint: {endpoint.describe()}")
     except ConfigError as exc:

@@ -64,12 +64,12 @@ class Primary:
     smallest_effect: float
 
     def describe(self, metric: str, endpoints: tuple[Any, ...]) -> str:
-        """One phrase: what is compared and what it is sized to show."""
+        """One phrase: what is compared and what is claimed of it (its size is the smallest effect's)."""
         if self.claim:
             word = "equivalence" if self.claim == "equivalent" else "non-inferiority"
-            return f"{metric} at the last step, {word} within {self.smallest_effect:g}"
+            return f"{metric} at the last step, {word} within the margin"
         name = metric + " at the last step" if self.endpoint is None else endpoints[self.endpoint].describe()
-        return f"{name}, {self.direction}, smallest effect {self.smallest_effect:g}"
+        return f"{name}, {self.direction}"
 
 
 def unknown_key_error(where: str, key: Any, valid: tuple[str, ...] | list[str]) -> ConfigError:

@@ -19,7 +19,8 @@ The study is a persistent Optuna study (a journal file next to the trials by def
 workflow jobs share it; or any storage URL, e.g. a database for a cluster). Each workflow job runs
 one *slot*: it asks the study for a trial, trains it with every seed, and tells the study the mean
 objective. The first seed reports its held-out evaluations as the trial's intermediate values, so
-the pruner can stop unpromising trials early. A slot that was interrupted marks its unfinished
+the median pruner can stop unpromising trials early; with ``pruner: {name: wilcoxon}`` each seed's objective
+is reported instead, and a trial whose seeds fall behind the best trial's, seed by seed, stops early. A slot that was interrupted marks its unfinished
 trial failed and asks for a new one, so a resumed study continues with new trial numbers.
 
 The objective is a held-out split's accuracy (the validation split by default), never the test
@@ -45,6 +46,7 @@ from typing import Any
 import optuna
 from pydantic import ValidationError
 
+from algos.campaign.study_design import unknown_key_error
 from algos.config.presets import PROJECT_ROOT, ConfigError, checked_settings, load_config, read_spec_file, yaml_names
 from algos.config.schema import RLConfig
 from algos.engine.models import ModelNotFoundError
@@ -56,7 +58,16 @@ SWEEPS_DIR = PROJECT_ROOT / "experiments" / "sweeps"
 DISTRIBUTIONS = ("log_uniform", "uniform", "int_uniform", "categorical")
 DIRECTIONS = ("maximize", "minimize")
 SAMPLERS = ("tpe", "random")
-PRUNERS = ("median", "none")
+PRUNER_KEYS = {
+    "median": ("name", "startup_trials", "warmup_steps"),
+    "wilcoxon": ("name", "p_threshold", "startup_seeds"),
+    "none": ("name",),
+}
+"""Each pruner and the keys it takes: the median pruner compares a trial's held-out evaluations with the
+earlier trials' at the same step; the Wilcoxon pruner (Optuna's ``WilcoxonPruner``) compares its seeds'
+objective values, seed by seed, with the best trial's by a signed-rank test, and stops it once p falls
+below ``p_threshold`` (after ``startup_seeds`` seeds)."""
+PRUNERS = tuple(PRUNER_KEYS)
 REQUIRED = ("title", "preset", "space", "trials")
 JOURNAL_FILE = "study.journal"
 OBJECTIVE = re.compile(r"^eval/(?P<split>[a-z0-9_]+)/accuracy_(?P<mode>greedy|t1)$")
@@ -117,6 +128,11 @@ class SweepSpec:
     def make_pruner(self) -> optuna.pruners.BasePruner:
         if self.pruner["name"] == "none":
             return optuna.pruners.NopPruner()
+        if self.pruner["name"] == "wilcoxon":
+            return optuna.pruners.WilcoxonPruner(
+                p_threshold=float(self.pruner.get("p_threshold", 0.1)),
+                n_startup_steps=int(self.pruner.get("startup_seeds", 2)),
+            )
         return optuna.pruners.MedianPruner(
             n_startup_trials=int(self.pruner.get("startup_trials", 4)),
             n_warmup_steps=int(self.pruner.get("warmup_steps", 0)),
@@ -165,6 +181,11 @@ def read_sweep(name: str, sweeps_dir: Path = SWEEPS_DIR) -> SweepSpec:
     for what, given, valid in (("sampler", sampler, SAMPLERS), ("pruner", pruner, PRUNERS)):
         if given.get("name") not in valid:
             raise ConfigError(f"{path}: {what} '{given.get('name')}' is not one of: {', '.join(valid)}")
+    for key in pruner:
+        if key not in PRUNER_KEYS[pruner["name"]]:
+            raise unknown_key_error(f"{path}: pruner {pruner['name']}", key, PRUNER_KEYS[pruner["name"]])
+    if pruner["name"] == "wilcoxon" and body.get("seeds", 1) < 2:
+        raise ConfigError(f"{path}: the wilcoxon pruner compares seeds; give the sweep 'seeds' of at least 2")
     for what, count in (("trials", body["trials"]), ("seeds", body.get("seeds", 1))):
         if not isinstance(count, int) or count < 1:
             raise ConfigError(f"{path}: '{what}' must be a positive integer, got {count!r}")
@@ -262,7 +283,10 @@ def run_slot(
     values: list[float] = []
     state = "COMPLETE"
 
+    by_seed = spec.pruner["name"] == "wilcoxon"
+
     def report(step: int, metrics: Mapping[str, float]) -> None:
+        """The first seed's held-out evaluations, step by step (the median pruner's intermediate values)."""
         trial.report(metrics[spec.metric], step)
         if trial.should_prune():
             raise StopTraining(f"trial {trial.number} pruned at step {step}")
@@ -274,8 +298,12 @@ def run_slot(
             cfg = spec.config(params, seed, (*shared, f"tracking.run_name={name}"))
             run = out / "trials" / f"trial{trial.number}" / f"seed{seed}"
             runs.append(run)
-            result = train(cfg, run, preset=spec.preset, on_evaluation=report if seed == 0 else None)
+            result = train(cfg, run, preset=spec.preset, on_evaluation=report if seed == 0 and not by_seed else None)
             values.append(result.metrics[spec.metric])
+            if by_seed:  # each seed's objective, paired by seed with the best trial's (the Wilcoxon pruner)
+                trial.report(values[-1], seed)
+                if seed < spec.seeds - 1 and trial.should_prune():
+                    raise StopTraining(f"trial {trial.number} pruned after seed {seed}")
     except StopTraining:
         state, value = "PRUNED", None
         study.tell(trial, state=optuna.trial.TrialState.PRUNED)

@@ -1,3 +1,7 @@
+wildcard_constraints:
+    spec=r"[A-Za-z0-9_-]+",  # a spec's file name: never "<spec>.design" of a fixed design's plan
+
+
 TRAIN_SHELL = (
     "mkdir -p results/runs/{wildcards.spec}/{wildcards.row} && OMP_NUM_THREADS=1 {params.train} --spec {wildcards.spec} "
     "--row {wildcards.row} --seeds {params.seeds} --runs results/runs --model {params.model} {params.budget} > {log} 2>&1"
@@ -67,6 +71,7 @@ rule ablation_report:
     """Render one spec's Markdown and HTML report from its runs' own files (and the spec's declared endpoints)."""
     input:
         lambda wildcards: spec_runs(wildcards.spec),
+        design_input,
         spec=local(f"{ABLATIONS_DIR}/{{spec}}.yaml"),
     output:
         markdown="results/reports/{spec}.md",
@@ -91,6 +96,7 @@ rule track_rows:
     """Put each row's aggregate (the report's numbers) on its MLflow parent run, so the UI's runs table is the spec's table."""
     input:
         lambda wildcards: spec_runs(wildcards.spec),
+        design_input,
         spec=local(f"{ABLATIONS_DIR}/{{spec}}.yaml"),
     output:
         "results/reports/{spec}.mlflow.json",
@@ -106,6 +112,25 @@ rule track_rows:
     shell:
         "python -m reports.tracked_rows --spec {wildcards.spec} --runs results/runs --seeds {params.seeds} "
         "{params.plan} --out {output} > {log} 2>&1"
+
+
+rule fixed_design:
+    """Write a spec's fixed design (the seeds its basis sizes each row for) as the plan its reports read."""
+    input:
+        spec=local(f"{ABLATIONS_DIR}/{{spec}}.yaml"),
+    output:
+        "results/plans/{spec}.design.json",
+    log:
+        "results/logs/plan/{spec}.design.log",
+    conda:
+        "../envs/harness.yml"
+    params:
+        problems=lambda wildcards: design_record(wildcards.spec)["problems"],
+    message:
+        "Writing the fixed design of {wildcards.spec} from its basis"
+    shell:
+        "python -m reports.seed_design --spec {wildcards.spec} --problems {params.problems} --write-plan {output} "
+        "> {log} 2>&1"
 
 
 checkpoint seed_plan:

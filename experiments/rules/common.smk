@@ -6,6 +6,8 @@ import shlex
 from algos.campaign.ablations import ABLATIONS_DIR, Budget, read_spec
 from algos.config.presets import config_hash
 from algos.campaign.sweeps import read_sweep
+from reports.analysis.runs import seed_list
+from reports.design import design_plan, read_basis
 
 spec_named = functools.cache(read_spec)  # every job's params read the same specs: parse each once
 BASE_INPUT = [] if config["model"] else "results/base_model"  # a hub model needs no base built
@@ -104,23 +106,48 @@ def model_directory(wildcards):
     return f"results/runs/{wildcards.model}/checkpoint/policy"
 
 
+if config["ablations"]["plan"] and config["ablations"]["basis"]:
+    raise ValueError(
+        "config ablations: plan and basis both true; choose one seed design (plan: Stein's two-stage plan from a "
+        "pilot; basis: the fixed design each spec's basis sizes)"
+    )
+
+
 def planned(spec):
     """Whether the campaign runs this spec's seed plan (ablations.plan and a 'plan' in the spec)."""
     return config["ablations"]["plan"] and spec_named(spec).plan is not None
 
 
+def designed(spec):
+    """Whether the campaign runs this spec's fixed design (ablations.basis and a basis in the spec's design)."""
+    design = spec_named(spec).design
+    return config["ablations"]["basis"] and design is not None and design.basis is not None
+
+
+@functools.cache
+def design_record(spec):
+    """The spec's fixed design at the campaign's final evaluation size (reports.design.design_plan)."""
+    named = spec_named(spec)
+    run = named.config(named.rows[0].id, BUDGET).run
+    return design_plan(named, read_basis(named.design.basis), run.final_eval_problems or run.eval_problems)
+
+
 def seeds_of(spec):
-    """row -> seeds it runs: ablations.seeds, or the seed plan's counts once its pilot has run."""
+    """row -> the seeds it runs: 0..ablations.seeds-1, the fixed design's (numbered after its basis' seeds), or
+    the seed plan's once its pilot has run."""
     rows = spec_named(spec).rows
+    if designed(spec):
+        return design_record(spec)["seeds"]
     if not planned(spec):
-        return {row.id: config["ablations"]["seeds"] for row in rows}
+        return {row.id: range(config["ablations"]["seeds"]) for row in rows}
     with open(checkpoints.seed_plan.get(spec=spec).output[0]) as plan:
-        return json.load(plan)["seeds"]
+        return {row: range(count) for row, count in json.load(plan)["seeds"].items()}
 
 
 def row_runs(spec, seeds):
-    """Final-metrics files of each row's seeds 0..n-1 (seeds: row -> n), and their scores on ablations.benchmarks."""
-    runs = [f"{spec}/{row}/seed{seed}" for row, count in seeds.items() for seed in range(count)]
+    """Final-metrics files of each row's seeds (seeds: row -> a count n, meaning 0..n-1, or the seeds), and their
+    scores on ablations.benchmarks."""
+    runs = [f"{spec}/{row}/seed{seed}" for row, given in seeds.items() for seed in seed_list(given)]
     return [f"results/runs/{run}/final_metrics.json" for run in runs] + [
         f"results/eval/{run}/{benchmark}/metrics.json" for run in runs for benchmark in config["ablations"]["benchmarks"]
     ]
@@ -138,8 +165,15 @@ def pilot_runs(wildcards):
 
 
 def plan_option(wildcards):
-    """The report's --plan option for a planned spec (empty otherwise)."""
+    """The report's --plan option for a planned or designed spec (empty otherwise)."""
+    if designed(wildcards.spec):
+        return f"--plan results/plans/{wildcards.spec}.design.json"
     return f"--plan results/plans/{wildcards.spec}.json" if planned(wildcards.spec) else ""
+
+
+def design_input(wildcards):
+    """The fixed design's plan file a designed spec's reports read (nothing otherwise)."""
+    return f"results/plans/{wildcards.spec}.design.json" if designed(wildcards.spec) else []
 
 
 def row_config_hash(wildcards):

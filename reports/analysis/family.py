@@ -43,7 +43,7 @@ class Analysis:
 def analyse(
     spec: AblationSpec,
     runs_dir: Path,
-    seeds: int | Mapping[str, int],
+    seeds: int | Mapping[str, int | Sequence[int]],
     eval_dir: Path | None = None,
     benchmarks: Sequence[str] = (),
     method: str = "holm",
@@ -51,7 +51,7 @@ def analyse(
 ) -> Analysis:
     """The whole report's numbers: rows, endpoints, and every comparison judged as one family.
 
-    seeds: seeds per row, or row -> seeds (a planned campaign). pilot_seeds: the plan's pilot, whose
+    seeds: seeds per row (0..n-1), or row -> its seed count or seeds (a planned or designed campaign). pilot_seeds: the plan's pilot, whose
     comparisons are Stein's tests (None: not planned).
     """
     if method not in ADJUSTMENTS:

@@ -49,14 +49,14 @@ class RowResult:
 def measure_rows(
     spec: AblationSpec,
     runs_dir: Path,
-    seeds: int | Mapping[str, int],
+    seeds: int | Mapping[str, int | Sequence[int]],
     eval_dir: Path | None = None,
     benchmarks: Sequence[str] = (),
     pilot_seeds: int | None = None,
 ) -> list[RowResult]:
     """Every row's estimate, its comparison with the row it is compared with, and its runs' benchmark scores.
 
-    seeds: seeds per row, or row -> seeds (a planned campaign). benchmarks: scored from ``eval_dir``
+    seeds: seeds per row (0..n-1), or row -> its seed count or seeds (a planned or designed campaign). benchmarks: scored from ``eval_dir``
     (needed when any is given). pilot_seeds: the plan's pilot, whose comparisons are Stein's tests.
     """
     runs_of: dict[str, tuple[FinishedRun, ...]] = {}

@@ -59,7 +59,13 @@ def load_run(directory: Path) -> FinishedRun:
     )
 
 
-def finished_runs(runs_dir: Path, spec: str, row: str, seeds: int) -> list[FinishedRun]:
-    """The runs of ``row`` of ``spec`` under ``runs_dir`` that have final metrics, for seeds 0..seeds-1 in order."""
-    candidates = [runs_dir / spec / row / f"seed{seed}" for seed in range(seeds)]
+def finished_runs(runs_dir: Path, spec: str, row: str, seeds: int | Sequence[int]) -> list[FinishedRun]:
+    """The runs of ``row`` of ``spec`` under ``runs_dir`` that have final metrics, for seeds 0..seeds-1 (or the
+    given seeds) in order."""
+    candidates = [runs_dir / spec / row / f"seed{seed}" for seed in seed_list(seeds)]
     return [load_run(run) for run in candidates if (run / FINAL_FILE).is_file()]
+
+
+def seed_list(seeds: int | Sequence[int]) -> list[int]:
+    """Seeds 0..seeds-1 for a count, the seeds themselves for a sequence."""
+    return list(range(seeds)) if isinstance(seeds, int) else list(seeds)

@@ -39,7 +39,8 @@ def note(spec: AblationSpec) -> str:
         else "separate: the secondary comparisons are a second family, also at 5 % family-wise"
     )
     return (
-        "Declared in the spec before the runs. The table's family is its primary comparisons, 5 % family-wise, each "
+        "The spec declares the design (a warning above says so where it changed after the runs). The table's family "
+        "is its primary comparisons, 5 % family-wise, each "
         f"holding α/m; secondaries {rule}. 'Detectable' is the effect these seeds detect with 80 % power at the "
         "primary's share of α, from their own spread; 'to decide' the seeds per row that would detect the smallest "
         "effect at that spread."

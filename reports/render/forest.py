@@ -27,6 +27,9 @@ VERDICT_COLORS = {
     Direction.DISAGREES: "tab:red",
     Direction.INCONCLUSIVE: "0.35",
     Direction.NO_PAPER_NUMBER: "tab:blue",
+    Direction.EQUIVALENT: "tab:olive",
+    Direction.NON_INFERIOR: "tab:olive",
+    Direction.NOT_SHOWN: "0.6",
 }
 BAND_COLOR = "0.88"
 LINE_HEIGHT_IN = 0.32

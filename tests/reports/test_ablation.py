@@ -163,3 +163,31 @@ def test_runs_from_two_environments_are_named_in_a_warning(dapo_runs):
     assert "they differ in package transformers" in warning
     # The other rows' runs recorded none: one (unknown) environment.
     assert environment_warnings(provenance(spec, results[1:])["environments"]) == []
+
+
+def test_a_fixed_designs_plan_names_each_rows_seeds(tmp_path):
+    spec = read_spec("dapo_table1")
+    for index, row in enumerate(spec.rows[:2]):
+        for seed in (3, 4, 5):
+            fake_run(tmp_path / "runs" / spec.name / row.id / f"seed{seed}", 0.1 * index + 0.01 * seed)
+    plan = tmp_path / "design.json"
+    seeds = {row.id: [3, 4, 5] for row in spec.rows}
+    plan.write_text(
+        json.dumps({"pilot_seeds": None, "seeds": seeds, "summary": "Seeds from a fixed design.", "unresolved": []})
+    )
+    markdown, _ = write_report(spec.name, tmp_path / "runs", tmp_path / "reports", seeds=3, plan=plan)
+    text = markdown.read_text()
+    assert "Seeds from a fixed design." in text and "| + Overlong Filtering | 36 | 14.0 [11.5, 16.5] (n=3)" in text
+
+
+def test_an_equivalence_claim_is_judged_and_drawn(tmp_path):
+    spec = read_spec("gepo_staleness")
+    for seed in range(3):
+        fake_run(tmp_path / "runs" / spec.name / "gepo_online" / f"seed{seed}", 0.7 + 0.01 * seed)
+        fake_run(tmp_path / "runs" / spec.name / "gepo_online_micro_batch" / f"seed{seed}", 0.7 + 0.011 * seed)
+    markdown, _ = write_report(spec.name, tmp_path / "runs", tmp_path / "reports", seeds=3)
+    text = markdown.read_text()
+    # Δ = 0, +0.1, +0.2 points: inside ±5 points by both one-sided tests at α (the one primary that ran).
+    line = next(row for row in text.splitlines() if row.startswith("| GEPO, on-policy, E_q over"))
+    assert "equivalence within the margin" in line and "| equivalent |" in line
+    assert "![Every comparison at a glance" in text

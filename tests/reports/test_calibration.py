@@ -86,5 +86,6 @@ def test_the_calibration_report_carries_the_positive_control(tmp_path):
         "dapo_table1", "naive_grpo", tmp_path / "runs", tmp_path / "out", 8, 3, 50, "holm", tmp_path / "controls"
     )
     text = markdown.read_text()
-    assert "Positive control over 8 seeds: Δ = −0.057" in text.replace("-", "−")
+    assert "Positive control over 8 seeds: Δ = −0.057" in text and "at 3 seeds predicted " in text
+    assert "at 6 seeds predicted " in text and "observed " in text
     assert "level 0.01 (α/m of the spec's primaries)" in text and '"positive control"' in text

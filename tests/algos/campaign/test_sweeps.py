@@ -91,6 +91,10 @@ def test_an_invalid_search_space_fails_naming_the_file_and_key(tmp_path, space, 
         ({"trials": 0}, "'trials' must be a positive integer"),
         ({"budget": [*TINY_BUDGET, "run.eval_every=0"]}, "needs run.eval_every > 0"),
         ({"colour": 1}, "unknown fields"),
+        ({"pruner": {"name": "wilcoxon", "p_treshold": 0.1}}, "unknown key 'p_treshold' \\(did you mean 'p_threshold'"),
+        ({"pruner": {"name": "median", "startup_seeds": 2}}, "pruner median: unknown key 'startup_seeds'"),
+        ({"pruner": {"name": "wilcoxon"}, "seeds": 1}, "wilcoxon pruner compares seeds"),
+        ({"pruner": {"name": "hyperband"}}, "pruner 'hyperband' is not one of: median, wilcoxon, none"),
     ],
 )
 def test_bad_sweep_settings_fail_before_any_trial(tmp_path, fields, message):
@@ -153,6 +157,25 @@ def test_a_trial_below_the_median_is_pruned(tiny_base, tmp_path):
     record = run_slot(spec, 0, out, extra=(f"model.name_or_path={tiny_base}",))
     assert record["state"] == "PRUNED" and record["value"] is None and record["trial"] == 2
     assert [row["step"] for row in run_files.read_metrics(tmp_path / record["runs"][0])] == [0, 1]
+
+
+def test_a_trial_whose_seeds_fall_behind_the_best_trials_is_pruned_by_the_wilcoxon_test(tiny_base, tmp_path):
+    pruner = {"name": "wilcoxon", "p_threshold": 0.5, "startup_seeds": 1}
+    spec = read_sweep("tiny", write_sweep(tmp_path, pruner=pruner, seeds=4))
+    assert isinstance(spec.make_pruner(), optuna.pruners.WilcoxonPruner)
+    out = tmp_path / "study"
+    spec.study(None, out).add_trial(
+        optuna.trial.create_trial(
+            params={"optim.lr": 1e-4, "rollout.group_size": 2},
+            distributions={d.key: _distribution(d) for d in spec.space},
+            value=1.0,
+            intermediate_values={seed: 1.0 for seed in range(4)},  # every seed right on every problem
+        )
+    )
+    record = run_slot(spec, 0, out, extra=(f"model.name_or_path={tiny_base}",))
+    assert record["state"] == "PRUNED" and record["value"] is None and 1 <= len(record["runs"]) < 4
+    trial = spec.study(None, out).trials[-1]
+    assert sorted(trial.intermediate_values) == list(range(len(record["runs"])))  # one value a seed, by seed
 
 
 def _distribution(dimension):
