@@ -1,5 +1,6 @@
 wildcard_constraints:
-    spec=r"[A-Za-z0-9_-]+",  # a spec's file name: never "<spec>.design" of a fixed design's plan
+    # A spec file's name: never "<spec>.design" of a fixed design's plan, nor another report's name ("calibration").
+    spec="|".join(re.escape(name) for name in available_specs()),
 
 
 TRAIN_SHELL = (

@@ -1,9 +1,10 @@
 # Helpers shared by the rule files.
 import functools
 import json
+import re
 import shlex
 
-from algos.campaign.ablations import ABLATIONS_DIR, Budget, read_spec
+from algos.campaign.ablations import ABLATIONS_DIR, Budget, available_specs, read_spec
 from algos.config.presets import config_hash
 from algos.campaign.sweeps import read_sweep
 from reports.analysis.runs import seed_list
