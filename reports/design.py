@@ -60,8 +60,9 @@ ASSURANCE = 0.6
 class Basis:
     """A design campaign's per-seed results. values: row -> quantity -> seed -> value (quantity
     :data:`TABLE_QUANTITY` for the table's metric at the last step, else :func:`quantity_name` of an endpoint).
-    problems: the final evaluation size the table's metric was measured on. run_seconds: row -> mean
-    seconds of one run's RL steps. eval_seconds_per_problem: held-out evaluation seconds per problem.
+    problems: the final evaluation size the table's metric was measured on. run_seconds: row -> seconds of
+    one run without its held-out evaluations (wall time less the logged evaluation seconds).
+    eval_seconds_per_problem: held-out evaluation seconds per problem.
     provenance: where the numbers come from (commit, command, runs)."""
 
     spec: str
@@ -164,6 +165,11 @@ def check_basis(spec: AblationSpec, basis: Basis) -> None:
                 )
 
 
+def mean_accuracy(basis: Basis, row_id: str) -> float:
+    """The row's table metric at the last step, averaged over the basis' seeds."""
+    return float(np.mean(list(basis.values[row_id][TABLE_QUANTITY].values())))
+
+
 def difference_variance(accuracy: float, reference: float, problems: int) -> float:
     """The most sampling variance one T = 1 sample per problem puts on a difference of two accuracies on
     ``problems`` problems: (a(1 − a) + b(1 − b)) / N (a problem's variance p(1 − p) is at most the mean's)."""
@@ -213,8 +219,9 @@ def fixed_design(
     problems (None: the basis' own). See the module's docstring for the rule."""
     check_basis(spec, basis)
     compared = [row for row in spec.rows if row.primary is not None]
-    raw = {row.id: float(np.var(_differences(basis, row), ddof=1)) for row in compared}
-    dfs = {row.id: _differences(basis, row).size - 1 for row in compared}
+    differences = {row.id: _differences(basis, row) for row in compared}
+    raw = {row_id: float(np.var(values, ddof=1)) for row_id, values in differences.items()}
+    dfs = {row_id: values.size - 1 for row_id, values in differences.items()}
     table = [row.id for row in compared if quantity_name(row) == TABLE_QUANTITY]
     pooled_df = sum(dfs[row_id] for row_id in table)
     pooled = upper_variance(float(np.mean([raw[row_id] for row_id in table])), pooled_df, assurance) if table else 0.0
@@ -233,7 +240,7 @@ def fixed_design(
                 quantity=quantity,
                 claim=row.primary.claim,
                 smallest_effect=row.primary.smallest_effect,
-                basis_sd=float(np.std(_differences(basis, row), ddof=1)),
+                basis_sd=math.sqrt(raw[row.id]),
                 design_sd=sd,
                 seeds=seeds,
                 detectable=detectable,
@@ -320,8 +327,6 @@ def _moved(basis: Basis, row: Row, variance: float, problems: int | None) -> flo
     """A variance of the row's per-seed differences moved to ``problems`` final problems (the table's metric)."""
     if problems is None or quantity_name(row) != TABLE_QUANTITY:
         return variance
-    accuracy, reference = (
-        float(np.mean(list(basis.values[r][TABLE_QUANTITY].values()))) for r in (row.id, row.compare_to)
-    )
+    accuracy, reference = mean_accuracy(basis, row.id), mean_accuracy(basis, row.compare_to)
     true = max(0.0, variance - difference_variance(accuracy, reference, basis.problems))
     return true + difference_variance(accuracy, reference, problems)

@@ -23,6 +23,7 @@ Command line: ``python -m reports.design_simulation --spec vapo_table1 [--simula
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import dataclass
 
@@ -30,7 +31,8 @@ import numpy as np
 
 from algos.campaign.ablations import AblationSpec, Row, read_spec
 from reports.design import TABLE_QUANTITY, Basis, fixed_design, seeds_per_row
-from reports.seed_plan import seeds_needed
+from reports.seed_plan import PlannedComparison, seeds_needed
+from reports.seed_plan import seeds_per_row as stein_seeds_per_row
 from reports.stats import LEVEL, Comparison, paired_t, stein_test
 from reports.verdicts import PRIMARY, Claim, judge_family
 
@@ -154,14 +156,16 @@ def _seeds(spec: AblationSpec, design: str, first: dict[str, dict[int, float]], 
         wanted = seeds_per_row(spec, fixed_design(spec, basis))
     else:
         share = LEVEL / sum(row.primary is not None for row in spec.rows)
-        wanted = {row.id: basis_seeds for row in spec.rows}
+        plans = []
         for row in spec.rows:
             if row.primary is None:
                 continue
             differences = [first[row.id][s] - first[row.compare_to][s] for s in range(basis_seeds)]
-            needed = seeds_needed(differences, row.primary.smallest_effect, share)
-            for row_id in (row.id, row.compare_to):
-                wanted[row_id] = max(wanted[row_id], needed)
+            effect = row.primary.smallest_effect
+            sd = float(np.std(differences, ddof=1))
+            needed = seeds_needed(differences, effect, share)
+            plans.append(PlannedComparison(row.id, row.compare_to, spec.metric, basis_seeds, sd, effect, needed))
+        wanted = stein_seeds_per_row(plans, basis_seeds, {row.id: 1.0 for row in spec.rows}, math.inf)
     return {row: min(count, MAX_SIMULATED_SEEDS) for row, count in wanted.items()}
 
 

@@ -35,6 +35,7 @@ from reports.design import (
     design_plan,
     difference_variance,
     fixed_design,
+    mean_accuracy,
     optimal_problems,
     read_basis,
     seeds_per_row,
@@ -91,9 +92,7 @@ def describe(spec: AblationSpec, basis: Basis, problems: int, earlier_problems: 
     for design in designs:
         if design.quantity != TABLE_QUANTITY:
             continue
-        accuracy, reference = (
-            float(np.mean(list(basis.values[r][TABLE_QUANTITY].values()))) for r in (design.row, design.compared_with)
-        )
+        accuracy, reference = mean_accuracy(basis, design.row), mean_accuracy(basis, design.compared_with)
         sampling = difference_variance(accuracy, reference, 1)
         true = max(0.0, design.design_sd**2 - sampling / problems)
         run = (basis.run_seconds[design.row] + basis.run_seconds[design.compared_with]) / 2

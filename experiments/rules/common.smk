@@ -1,14 +1,15 @@
 # Helpers shared by the rule files.
 import functools
-import json
 import re
 import shlex
+from pathlib import Path
 
 from algos.campaign.ablations import ABLATIONS_DIR, Budget, available_specs, read_spec
 from algos.config.presets import config_hash
 from algos.campaign.sweeps import read_sweep
 from reports.analysis.runs import seed_list
 from reports.design import design_plan, read_basis
+from reports.seed_plan import read_plan
 
 spec_named = functools.cache(read_spec)  # every job's params read the same specs: parse each once
 BASE_INPUT = [] if config["model"] else "results/base_model"  # a hub model needs no base built
@@ -141,8 +142,7 @@ def seeds_of(spec):
         return design_record(spec)["seeds"]
     if not planned(spec):
         return {row.id: range(config["ablations"]["seeds"]) for row in rows}
-    with open(checkpoints.seed_plan.get(spec=spec).output[0]) as plan:
-        return {row: range(count) for row, count in json.load(plan)["seeds"].items()}
+    return read_plan(Path(checkpoints.seed_plan.get(spec=spec).output[0])).seeds
 
 
 def row_runs(spec, seeds):
