@@ -4,28 +4,36 @@ Both start from the same checkpoint and train on the same P prompts every step (
 of the task's training split), with G samples each, the same generation budget and sampling (T,
 top-p, no top-k), one update per rollout, no KL term (so no reference model), the same optimiser
 settings (by default a rate too small to move the policy: see ``Workload``), the same loss (GRPO's
-per-sequence token mean with group-std-scaled advantages), float32 arithmetic and no activation
-recomputation. TRL's own defaults differ on the last two (bf16
-autocast and gradient checkpointing); ``--trl-option bf16=true --trl-option
-gradient_checkpointing=true`` times them, and any other ``GRPOConfig`` field can be set the same way.
+per-sequence token mean with group-std-scaled advantages), the same arithmetic (``--precision``:
+float32, or float32 weights under bf16 autocast on both sides) and no activation recomputation, on
+the same device (``--device``). TRL's own default recomputes activations (gradient checkpointing);
+``--trl-option gradient_checkpointing=true`` times it, and any other ``GRPOConfig`` field can be set
+the same way.
 Each side runs ``warmup + repeats`` steps and the timed steps are the last ``repeats``; a step is
 everything from sampling to the optimiser step. Printed per side: median step time with its spread,
 generation tokens/s, training tokens/s and mean completion length; then the ratio harness / TRL,
-TRL's settings and the peak resident memory of the process. The comparison is declared void when
-the mean completion lengths differ by more than ``--length-tolerance`` (equal work means equally
-long completions).
+TRL's settings and the peak resident memory of the process. Each side's peak memory (allocated on
+CUDA, resident on the CPU) is measured over its own run. The update's achieved FLOP/s counts the
+model FLOPs of a plain forward and backward pass over every row, 6 x (matrix-multiplied parameters)
+x (prompt + completion tokens) per step (attention's own products not counted), over the step time
+less sampling; it is set beside the rate this device measures for a large matrix product in the same
+precision (:func:`measured_matmul_tflops`). The comparison is declared void when the mean completion
+lengths differ by more than ``--length-tolerance`` (equal work means equally long completions).
 
 ``--scaling DIR`` times the harness alone as G doubles (4..32) and as the generation budget doubles
 (20..160), and writes ``scaling.json`` and ``scaling.png`` there: step time should grow at most
 linearly with G, and with the tokens actually generated (a budget only costs what is sampled).
 
 ``--model tiny-qwen2`` builds the reference setting: a randomly initialised Qwen2-architecture model
-of about 0.6 M parameters over the built-in tokenizer. TRL is optional (``pip install -e
-".[bench]"``); without it only the harness is timed.
+of about 0.6 M parameters over the built-in tokenizer; ``--model qwen2-0.5b`` builds the shapes of
+Qwen2.5-0.5B (24 layers, width 896, 151,936-token vocabulary, 0.49 B parameters) with random weights,
+for GPUs (:data:`RANDOM_MODELS`). TRL is optional (``pip install -e ".[bench]"``); without it only the
+harness is timed.
 
 Command line::
 
     python -m algos.campaign.bench --model results/base_model [--prompts 16 --group 8 --max-new-tokens 96 --repeats 6]
+    python -m algos.campaign.bench --model qwen2-0.5b --device cuda --precision bf16 --json bench.json
 """
 
 from __future__ import annotations
@@ -45,13 +53,38 @@ from pathlib import Path
 import torch
 
 from algos.config.presets import load_config
+from algos.engine.memory import peak_memory_mb, reset_peak_memory
 from algos.trainer.run_files import read_metrics
 from algos.trainer.train import train
 from eval.tasks.config import TaskConfig
 from eval.tasks.records import Problem
 from eval.tasks.sources import VERIFIERS, make_task
 
-TINY_QWEN2 = "tiny-qwen2"
+RANDOM_MODELS = {
+    "tiny-qwen2": {
+        "hidden_size": 112,
+        "intermediate_size": 320,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+    },
+    # Qwen2.5-0.5B's shapes. Its vocabulary is wider than the built-in tokenizer's: the random model
+    # samples ids the tokenizer does not know (decoded as nothing), so no response ends early and
+    # every one is as long as the budget on both sides.
+    "qwen2-0.5b": {
+        "hidden_size": 896,
+        "intermediate_size": 4864,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 14,
+        "num_key_value_heads": 2,
+        "vocab_size": 151936,
+        "rope_theta": 1_000_000.0,
+    },
+}
+"""Randomly initialised Qwen2 models ``--model`` can name: their shapes (config fields)."""
+
+PRECISIONS = {"fp32": "no", "bf16": "bf16"}
+"""``--precision`` -> the harness's ``run.mixed_precision`` (TRL's ``bf16`` flag likewise)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +108,8 @@ class Workload:
     seed: int = 0
     task: str = "checked_chain"
     learning_rate: float = 1e-9
+    device: str = "cpu"
+    precision: str = "fp32"
     trl_options: tuple[tuple[str, object], ...] = ()
 
     @property
@@ -86,7 +121,8 @@ class Workload:
 class SideResult:
     """One side's timed steps: seconds, generation seconds and mean completion length of each.
 
-    completions: completions per step (P x G).
+    completions: completions per step (P x G). peak_memory_mb: the side's peak over its whole run
+    (allocated on CUDA, resident on the CPU); None where not measured.
     """
 
     name: str
@@ -94,6 +130,7 @@ class SideResult:
     generation_seconds: list[float]
     lengths: list[float]
     completions: int
+    peak_memory_mb: float | None = None
 
     @property
     def median_step(self) -> float:
@@ -106,7 +143,7 @@ class SideResult:
     def summary(self) -> dict[str, float]:
         tokens, steps = sum(self.lengths) * self.completions, sum(self.step_seconds)
         generation = sum(self.generation_seconds)
-        return {
+        summary = {
             "median_step_s": round(self.median_step, 4),
             "min_step_s": round(min(self.step_seconds), 4),
             "max_step_s": round(max(self.step_seconds), 4),
@@ -114,23 +151,33 @@ class SideResult:
             "training_tokens_per_s": round(tokens / (steps - generation), 1) if steps > generation else float("nan"),
             "mean_completion_length": round(self.mean_completion_length, 2),
         }
+        if self.peak_memory_mb is not None:
+            summary["peak_memory_mb"] = round(self.peak_memory_mb, 1)
+        return summary
+
+    def update_tflops(self, flops_per_completion_token: float, prompt_tokens: int) -> float:
+        """Achieved model TFLOP/s of everything but sampling: the steps' model FLOPs over their time less sampling.
+
+        flops_per_completion_token: 6 x matrix-multiplied parameters; prompt_tokens: real prompt tokens per step
+        (over all P x G rows), each costing the same.
+        """
+        tokens = sum(length * self.completions + prompt_tokens for length in self.lengths)
+        seconds = sum(self.step_seconds) - sum(self.generation_seconds)
+        return flops_per_completion_token * tokens / seconds / 1e12
 
 
-def build_tiny_qwen2(out: Path, seed: int = 0) -> Path:
-    """A randomly initialised Qwen2 model (about 0.6 M parameters) with the built-in tokenizer, saved to ``out``."""
+def build_random_qwen2(out: Path, name: str = "tiny-qwen2", seed: int = 0) -> Path:
+    """A randomly initialised Qwen2 model of :data:`RANDOM_MODELS` ``name`` with the built-in tokenizer, saved to
+    ``out`` in float32."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from eval.tasks.tokenizer import build_tokenizer
 
     tokenizer = build_tokenizer(make_task(TaskConfig()).vocabulary())
+    shapes = {"vocab_size": len(tokenizer), **RANDOM_MODELS[name]}
     config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=112,
-        intermediate_size=320,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
+        **shapes,
+        max_position_embeddings=4096,
         tie_word_embeddings=True,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
@@ -140,6 +187,49 @@ def build_tiny_qwen2(out: Path, seed: int = 0) -> Path:
     Qwen2ForCausalLM(config).save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+def matmul_parameters(model: str) -> int:
+    """Parameters of ``model`` that multiply activations: all but an untied input embedding (a lookup)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(model)
+    with torch.device("meta"):
+        built = AutoModelForCausalLM.from_config(config)
+    total = sum(parameter.numel() for parameter in built.parameters())
+    tied = built.get_input_embeddings().weight is built.get_output_embeddings().weight
+    return total if tied else total - built.get_input_embeddings().weight.numel()
+
+
+def measured_matmul_tflops(device: str, precision: str, size: int, repeats: int = 10) -> float:
+    """This device's rate for a (size x size) @ (size x size) product in ``precision``, TFLOP/s (median of ``repeats``
+    after three untimed ones), the ceiling the update's achieved rate is set beside."""
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    generator = torch.Generator(device).manual_seed(0)
+    a, b = (torch.randn(size, size, device=device, dtype=dtype, generator=generator) for _ in range(2))
+    seconds = []
+    for index in range(3 + repeats):
+        _synchronize(device)
+        started = time.perf_counter()
+        torch.matmul(a, b)
+        _synchronize(device)
+        if index >= 3:
+            seconds.append(time.perf_counter() - started)
+    return 2 * size**3 / statistics.median(seconds) / 1e12
+
+
+def _synchronize(device: str) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def prompt_tokens(work: Workload) -> int:
+    """Real prompt tokens of one step, over all P x G rows (each side encodes the same prompts)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(work.model)
+    lengths = [len(tokenizer(problem.prompt)["input_ids"]) for problem in training_problems(work)]
+    return sum(lengths) * work.group
 
 
 def harness_overrides(work: Workload) -> list[str]:
@@ -162,7 +252,8 @@ def harness_overrides(work: Workload) -> list[str]:
         f"run.steps={work.steps}",
         "run.eval_every=0",
         f"run.checkpoint_every={work.steps}",
-        "run.device=cpu",
+        f"run.device={work.device}",
+        f"run.mixed_precision={PRECISIONS[work.precision]}",
         "tracking.backend=none",
         f"seed={work.seed}",
     ]
@@ -194,13 +285,13 @@ def trl_settings(work: Workload) -> dict[str, object]:
         "learning_rate": work.learning_rate,
         "lr_scheduler_type": "constant",
         "max_grad_norm": 1.0,
-        "bf16": False,  # the harness computes in float32 here
-        "gradient_checkpointing": False,  # and keeps its activations
+        "bf16": work.precision == "bf16",  # autocast over float32 weights, as the harness's run.mixed_precision
+        "gradient_checkpointing": False,  # the harness keeps its activations
         "max_steps": work.steps,
         "logging_steps": 1,
         "save_strategy": "no",
         "report_to": "none",
-        "use_cpu": True,
+        "use_cpu": work.device == "cpu",
         "seed": work.seed,
         "disable_tqdm": True,
     }
@@ -231,7 +322,8 @@ def parse_trl_option(text: str) -> tuple[str, object]:
 
 
 def run_harness(work: Workload) -> SideResult:
-    """``work.steps`` GRPO steps of :func:`algos.trainer.train.train`; the per-step timings come from its metrics."""
+    """``work.steps`` GRPO steps of :func:`algos.trainer.train.train`; the per-step timings and peak memory come
+    from its metrics."""
     cfg = load_config("grpo", overrides=harness_overrides(work))
     with tempfile.TemporaryDirectory(prefix="bench-harness-") as out:
         train(cfg, out, problems=training_problems(work), eval_problems={}, verifier=VERIFIERS[work.task])
@@ -243,6 +335,7 @@ def run_harness(work: Workload) -> SideResult:
         [line["perf/gen_seconds"] for line in timed],
         [line["rollout/response_length_mean"] for line in timed],
         work.prompts * work.group,
+        max(line["perf/peak_memory_mb"] for line in lines),  # each step's peak, as the run measures it
     )
 
 
@@ -283,6 +376,7 @@ def run_trl(work: Workload) -> SideResult:
                 self.lengths.append(logs["completions/mean_length"])
 
     clock = StepClock()
+    device = torch.device(work.device)
 
     class TimedGRPOTrainer(GRPOTrainer):
         """TRL's trainer, unchanged, with its generation call timed."""
@@ -304,6 +398,7 @@ def run_trl(work: Workload) -> SideResult:
             callbacks=[clock],
         )
         trainer.remove_callback(PrinterCallback)  # the report is the output, not TRL's per-step log lines
+        reset_peak_memory(device)
         try:
             trainer.train()
         finally:
@@ -314,6 +409,7 @@ def run_trl(work: Workload) -> SideResult:
         clock.generation[work.warmup :],
         clock.lengths[work.warmup :],
         work.prompts * work.group,
+        peak_memory_mb(device),
     )
 
 
@@ -327,6 +423,27 @@ def compare(harness: SideResult, trl: SideResult | None, length_tolerance: float
     report["completion_length_gap"] = round(gap, 3)
     report["comparable"] = gap <= length_tolerance
     report["ratio_harness_over_trl"] = round(harness.median_step / trl.median_step, 3)
+    return report
+
+
+def update_throughput(work: Workload, sides: dict[str, SideResult | None], matmul_size: int) -> dict[str, object]:
+    """The device, its measured matrix-product rate, the model's size, and each side's achieved update TFLOP/s
+    and its share of that rate (sides that did not run are left out)."""
+    parameters = matmul_parameters(work.model)
+    ceiling = measured_matmul_tflops(work.device, work.precision, matmul_size)
+    device = torch.device(work.device)
+    report: dict[str, object] = {
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "matmul_parameters": parameters,
+        "matmul_size": matmul_size,
+        "matmul_tflops": round(ceiling, 4),
+    }
+    tokens = prompt_tokens(work)
+    for name, side in sides.items():
+        if side is not None:
+            achieved = side.update_tflops(6 * parameters, tokens)
+            report[f"{name}_update_tflops"] = round(achieved, 4)
+            report[f"{name}_share_of_matmul"] = round(achieved / ceiling, 4)
     return report
 
 
@@ -392,7 +509,11 @@ def _scaling_figure(curves: dict[str, list[dict[str, float]]], work: Workload) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m algos.campaign.bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="results/base_model", help=f"model directory, hub id or '{TINY_QWEN2}'")
+    parser.add_argument(
+        "--model",
+        default="results/base_model",
+        help=f"model directory, hub id, or a random Qwen2 built here: {', '.join(RANDOM_MODELS)}",
+    )
     parser.add_argument("--prompts", type=int, default=16, help="prompts per step (P)")
     parser.add_argument("--group", type=int, default=8, help="samples per prompt (G)")
     parser.add_argument("--max-new-tokens", type=int, default=40)
@@ -406,6 +527,16 @@ def main(argv: list[str] | None = None) -> int:
         "--learning-rate", type=float, default=Workload.learning_rate, help="both sides' rate (see Workload)"
     )
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where both sides run")
+    parser.add_argument(
+        "--precision", choices=sorted(PRECISIONS), default="fp32", help="both sides: float32, or bf16 autocast"
+    )
+    parser.add_argument(
+        "--matmul-size",
+        type=int,
+        default=None,
+        help="side of the matrix product timed as the device's ceiling (default 8192 on CUDA, 1024 on the CPU)",
+    )
     parser.add_argument("--length-tolerance", type=float, default=0.1, help="largest relative completion-length gap")
     parser.add_argument("--no-trl", action="store_true", help="time the harness only")
     parser.add_argument(
@@ -419,9 +550,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the report here")
     parser.add_argument("--scaling", type=Path, metavar="DIR", help="time the harness over G and budgets instead")
     args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda but no CUDA device is visible; use --device cpu")
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="bench-model-") as scratch:
-        model = str(build_tiny_qwen2(Path(scratch))) if args.model == TINY_QWEN2 else args.model
+        model = str(build_random_qwen2(Path(scratch), args.model)) if args.model in RANDOM_MODELS else args.model
         work = Workload(
             model,
             args.prompts,
@@ -432,6 +565,8 @@ def main(argv: list[str] | None = None) -> int:
             repeats=args.repeats,
             task=args.task,
             learning_rate=args.learning_rate,
+            device=args.device,
+            precision=args.precision,
             trl_options=tuple(args.trl_option),
         )
         if args.scaling:
@@ -444,9 +579,12 @@ def main(argv: list[str] | None = None) -> int:
                 trl = run_trl(work)
             except ImportError as error:
                 print(f"TRL is not installed ({error}); timing the harness only", file=sys.stderr)
+        matmul_size = args.matmul_size or (8192 if args.device == "cuda" else 1024)
+        throughput = update_throughput(work, {"harness": harness, "trl": trl}, matmul_size)
     report = {
         "workload": {**asdict(work), "model": args.model, "threads": args.threads},
         **compare(harness, trl, args.length_tolerance),
+        "throughput": throughput,
         **({"trl_settings": trl_settings(work)} if trl is not None else {}),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }

@@ -251,6 +251,11 @@ def batching_violations(cfg: RLConfig) -> Iterator[str]:
         yield (
             "optim.micro_batch_size and optim.micro_batch_tokens both size the forward/backward passes: set one of them"
         )
+    if optim.update_pass == "shared_prompts" and cfg.model.gradient_checkpointing:
+        yield (
+            "optim.update_pass=shared_prompts continues rows from a cache, which a checkpointed layer does not keep: "
+            "set optim.update_pass=auto or joined_rows, or model.gradient_checkpointing=false"
+        )
 
 
 def dynamic_sampling_violations(cfg: RLConfig) -> Iterator[str]:

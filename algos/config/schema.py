@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
 from algos.config.registry import (
@@ -33,6 +33,11 @@ from algos.config.rules import invariant_violations
 from eval.tasks.config import TaskConfig
 
 _STRICT = ConfigDict(extra="forbid", validate_default=True)
+
+
+def _yaml_no(value: Any) -> Any:
+    """A bare ``no`` (in a file or an override) reads as false in YAML; as a mode it is the mode ``no``."""
+    return "no" if value is False else value
 
 
 def _member_of(registry: Registry) -> Any:
@@ -520,6 +525,16 @@ class OptimConfig:
             "paying for long ones' padding; the gradient is the same as one pass (1 = one pass)."
         ),
     )
+    update_pass: Literal["auto", "shared_prompts", "joined_rows"] = Field(
+        "auto",
+        description=(
+            "The update's forward pass: shared_prompts = each distinct prompt encoded once and its G rows "
+            "continued from its cache; joined_rows = every prompt + response row run whole (the same logits, "
+            "to float rounding); auto = shared_prompts for CPU runs, joined_rows on CUDA, where the cache's "
+            "copies cost more than the prompts they save. joined_rows regardless under gradient checkpointing "
+            "and FSDP."
+        ),
+    )
 
 
 @dataclass(frozen=True, config=_STRICT)
@@ -617,7 +632,15 @@ class RunConfig:
         "are all skipped no longer trains.",
     )
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto picks CUDA when available.")
-    mixed_precision: Literal["no", "bf16", "fp16"] = Field("no", description="accelerate's autocast mode (GPU runs).")
+    mixed_precision: Annotated[Literal["no", "bf16", "fp16"], BeforeValidator(_yaml_no)] = Field(
+        "no", description="accelerate's autocast mode (GPU runs)."
+    )
+    deterministic: bool = Field(
+        False,
+        description="CUDA runs replay bit for bit: deterministic kernels wherever torch has them "
+        "(torch.use_deterministic_algorithms; one without warns, naming itself) and cuBLAS's fixed workspace, at "
+        "some speed; CPU runs are deterministic without it.",
+    )
 
 
 @dataclass(frozen=True, config=_STRICT)

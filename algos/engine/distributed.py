@@ -82,13 +82,29 @@ class Processes:
 
 
 def full_optimizer_state(accelerator: Accelerator, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
-    """The optimizer's whole state for a checkpoint (every process calls it; FSDP gathers the shards)."""
+    """The optimizer's whole state for a checkpoint (every process calls it; FSDP gathers the shards, after
+    :func:`reshard`)."""
     if not accelerator.is_fsdp2:
         return optimizer.state_dict()  # DDP: every process holds the same whole state
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
 
+    reshard(model)
     options = StateDictOptions(full_state_dict=True, cpu_offload=True)
     return get_optimizer_state_dict(model, optimizer, options=options)
+
+
+def reshard(model: torch.nn.Module) -> None:
+    """Put the sharded parameters, the ones the optimizer holds, back on every FSDP2 module of ``model``.
+
+    FSDP2 does not reshard its root module after a forward pass (backward would gather it again at
+    once), so after a pass without backward (evaluation, sampling) the root holds gathered copies,
+    and its parameters are not the optimizer's until the next backward pass.
+    """
+    from torch.distributed.fsdp import FSDPModule
+
+    for module in model.modules():
+        if isinstance(module, FSDPModule):
+            module.reshard()
 
 
 def load_full_optimizer_state(

@@ -31,6 +31,7 @@ import dataclasses
 import functools
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -308,10 +309,19 @@ def _task_data(
     return problem_list_task(problems, eval_problems or {}, verifier)
 
 
+def deterministic_kernels() -> None:
+    """Deterministic kernels only from here on: CUDA's atomics-based reductions (embedding and index
+    backward passes) add in a varying order otherwise, so the same seed gives other bits."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # read when cuBLAS starts; before any CUDA work
+    torch.use_deterministic_algorithms(True, warn_only=True)  # an op with no such kernel warns, naming itself
+
+
 def _accelerator(cfg: RLConfig) -> Accelerator:
     if cfg.run.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("run.device=cuda but no CUDA device is visible; set run.device=cpu or auto")
     use_cpu = cfg.run.device == "cpu" or not torch.cuda.is_available()
+    if cfg.run.deterministic:
+        deterministic_kernels()
     # Buffers (rotary tables) never change, and a pass may run the model once or twice: no broadcast per forward.
     ddp = DistributedDataParallelKwargs(broadcast_buffers=False)
     accelerator = Accelerator(cpu=use_cpu, mixed_precision=cfg.run.mixed_precision, kwargs_handlers=[ddp])
@@ -320,6 +330,11 @@ def _accelerator(cfg: RLConfig) -> Accelerator:
         raise ValueError(
             f"{', '.join(single_pass)} selects tokens over the whole mini-batch in one forward pass, which "
             f"{accelerator.num_processes} processes cannot split: run it in one process"
+        )
+    if accelerator.is_fsdp2 and cfg.optim.update_pass == "shared_prompts":
+        raise ValueError(
+            "optim.update_pass=shared_prompts runs one forward call or two depending on the responses, and FSDP needs every "
+            "process in every call: set optim.update_pass=auto or joined_rows"
         )
     if accelerator.is_fsdp2 and cfg.rollout.policy_staleness:
         raise ValueError(
@@ -365,7 +380,8 @@ def _load_learner(
         learner.reference = AdaptersOff(accelerator.unwrap_model(learner.policy))
     elif cfg.kl.coef > 0:
         reference = load_policy(cfg.model).eval().requires_grad_(False)
-        learner.reference = accelerator.prepare_model(reference, evaluation_mode=True)
+        # Whole on every process, also under FSDP, where accelerate would leave a model it does not shard in place.
+        learner.reference = accelerator.prepare_model(reference, evaluation_mode=True, device_placement=True)
     return learner, tokenizer, chat
 
 

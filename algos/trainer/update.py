@@ -182,14 +182,17 @@ def _loss_inputs(
 
 
 def _shares_prompts(cfg: RLConfig, accelerator: Accelerator) -> bool:
-    """Whether the update's forward pass continues each row from its prompt's cache (see ``response_logits``).
+    """Whether the update's forward pass continues each row from its prompt's cache (see ``response_logits``),
+    as ``optim.update_pass`` says (auto: on the CPU only, where it was measured faster).
 
     Not under gradient checkpointing: a checkpointed layer runs without a cache in training mode. Not
     under FSDP either, where every process must run the same number of forward calls and a pass of
     one-token responses would run one instead of two. The joined prompt + response pass is then
     used (the same logits, to float rounding).
     """
-    return not cfg.model.gradient_checkpointing and not accelerator.is_fsdp2
+    if cfg.model.gradient_checkpointing or accelerator.is_fsdp2 or cfg.optim.update_pass == "joined_rows":
+        return False
+    return cfg.optim.update_pass == "shared_prompts" or accelerator.device.type == "cpu"
 
 
 def _logprobs_with_full_kl(

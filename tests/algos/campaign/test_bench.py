@@ -92,3 +92,34 @@ def test_scaling_times_every_group_size_and_budget_and_draws_them(monkeypatch, t
     assert curves["group"][1]["median_step_s"] == pytest.approx(0.01 * 8 + 0.001 * 96)
     assert json.loads((tmp_path / "scaling.json").read_text()) == curves
     assert (tmp_path / "scaling.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_update_rate_counts_six_flops_per_parameter_and_token_over_the_time_less_sampling():
+    harness = SideResult("harness", [3.0, 5.0], [2.0, 4.0], [10.0, 30.0], completions=4)
+    # tokens: (10 x 4 + 20) + (30 x 4 + 20) = 200 over (3 - 2) + (5 - 4) = 2 s, at 6 x 1e9 FLOPs a token
+    assert harness.update_tflops(6e9, prompt_tokens=20) == pytest.approx(6e9 * 200 / 2 / 1e12)
+
+
+def test_a_random_qwen2_counts_its_tied_embedding_once(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from algos.campaign.bench import build_random_qwen2, matmul_parameters
+
+    model = build_random_qwen2(tmp_path, "tiny-qwen2")
+    loaded = AutoModelForCausalLM.from_pretrained(model)
+    assert loaded.config.tie_word_embeddings
+    assert matmul_parameters(str(model)) == sum(p.numel() for p in loaded.parameters())
+
+
+def test_the_matmul_rate_is_measured_in_the_precision_asked():
+    from algos.campaign.bench import measured_matmul_tflops
+
+    assert measured_matmul_tflops("cpu", "fp32", size=128, repeats=3) > 0
+    assert measured_matmul_tflops("cpu", "bf16", size=64, repeats=3) > 0
+
+
+def test_cuda_without_a_device_is_refused_before_anything_runs(capsys, monkeypatch):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    with pytest.raises(SystemExit) as stopped:
+        main(["--model", "missing-model", "--device", "cuda"])
+    assert stopped.value.code == 2 and "no CUDA device is visible" in capsys.readouterr().err

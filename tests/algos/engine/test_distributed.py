@@ -14,7 +14,7 @@ import torch
 
 from algos.config.presets import load_config
 from algos.engine.checkpoint import latest_checkpoint
-from algos.engine.distributed import Processes
+from algos.engine.distributed import Processes, full_optimizer_state, load_full_optimizer_state
 from algos.engine.generation import BatchShard, generate, sample_tokens
 from algos.trainer import run_files
 from algos.trainer.train import train
@@ -93,7 +93,7 @@ def run_in_two_processes(preset: str, out: Path, overrides: list[str], **popen) 
     return subprocess.Popen(command, cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
 
 
-def assert_same_run(one: Path, two: Path) -> None:
+def assert_same_run(one: Path, two: Path, processes: int = 2) -> None:
     """Per-step metrics (losses, gradient norms, rollout and evaluation) and final metrics agree to float tolerance."""
     first, second = run_files.read_metrics(one), run_files.read_metrics(two)
     assert [row["step"] for row in first] == [row["step"] for row in second]
@@ -105,7 +105,7 @@ def assert_same_run(one: Path, two: Path) -> None:
     final = [json.loads((run / run_files.FINAL_FILE).read_text()) for run in (one, two)]
     evaluations = {key: value for key, value in final[0].items() if "eval/" in key}
     assert evaluations and evaluations == {key: final[1][key] for key in evaluations}
-    assert json.loads((two / run_files.RUN_FILE).read_text())["processes"] == "2"
+    assert json.loads((two / run_files.RUN_FILE).read_text())["processes"] == str(processes)
 
 
 @pytest.mark.slow
@@ -139,3 +139,37 @@ def test_a_killed_two_process_dapo_run_resumes_to_the_one_process_run(tiny_base,
     assert again.returncode == 0, output.decode()[-3000:]
     assert max(row.get("rollout/generation_rounds", 0) for row in run_files.read_metrics(two)) > 1
     assert_same_run(tmp_path / "one", two)
+
+
+def test_an_fsdp2_optimizer_state_is_gathered_after_a_forward_pass_without_backward(tmp_path):
+    """FSDP2 leaves its root's parameters gathered after a pass without backward (evaluation before a checkpoint),
+    so they are not the optimizer's: the state is gathered after resharding them, and loads back."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor
+
+    torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        mesh = init_device_mesh("cpu", (1,))
+        model = torch.nn.Sequential(torch.nn.Embedding(10, 8), torch.nn.Sequential(torch.nn.Linear(8, 8)))
+        fully_shard(model[1], mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+        model(torch.tensor([[1, 2]])).sum().backward()
+        optimizer.step()
+        with torch.no_grad():
+            model(torch.tensor([[3, 4]]))
+        assert not isinstance(model[0].weight, DTensor)  # the root's parameter is a gathered copy
+        fsdp2 = types.SimpleNamespace(is_fsdp2=True)
+        state = full_optimizer_state(fsdp2, model, optimizer)
+        assert set(state["state"]) == {"0.weight", "1.0.weight", "1.0.bias"}
+        assert all(isinstance(p, DTensor) for p in model.parameters())
+        before = {name: values["exp_avg"].clone() for name, values in state["state"].items()}
+        model.zero_grad(set_to_none=True)
+        resumed = torch.optim.AdamW(model.parameters(), lr=0.1)  # as a resumed run builds it
+        load_full_optimizer_state(fsdp2, model, resumed, state)
+        again = full_optimizer_state(fsdp2, model, resumed)
+        for name, values in again["state"].items():
+            torch.testing.assert_close(values["exp_avg"], before[name])
+    finally:
+        torch.distributed.destroy_process_group()

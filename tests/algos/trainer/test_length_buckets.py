@@ -29,12 +29,14 @@ VARIANTS = {
     "length buckets": ["optim.length_buckets=3"],
     "token budget": ["optim.micro_batch_tokens=120"],
     "gradient checkpointing": ["model.gradient_checkpointing=true"],
+    "joined rows": ["optim.update_pass=joined_rows", "optim.length_buckets=1"],
 }
 
 
 @pytest.mark.parametrize("preset", ["grpo", "dapo", "dr_grpo", "vapo"])
 def test_passes_and_checkpointing_change_memory_not_the_update(tiny_base, preset):
-    """Length buckets, a token budget per pass and gradient checkpointing leave losses and gradients as one pass."""
+    """Length buckets, a token budget per pass, gradient checkpointing and joined prompt + response rows (instead of
+    each prompt encoded once) leave losses and gradients as one pass."""
     overrides = tiny_overrides(tiny_base) + ["optim.mini_batches=1", "rollout.max_new_tokens=24"]
     one = load_config(preset, overrides=[*overrides, "optim.length_buckets=1"])
     tokenizer = load_tokenizer(one.model)
@@ -49,7 +51,8 @@ def test_passes_and_checkpointing_change_memory_not_the_update(tiny_base, preset
     mine, my_weights = update_once(one, batch)
     for name, settings in VARIANTS.items():
         cfg = load_config(preset, overrides=[*overrides, *settings])
-        assert len(_micro_batches(cfg, rows, lengths, width)) > 1 or cfg.model.gradient_checkpointing, name
+        one_pass = cfg.model.gradient_checkpointing or cfg.optim.update_pass == "joined_rows"
+        assert len(_micro_batches(cfg, rows, lengths, width)) > 1 or one_pass, name
         theirs, their_weights = update_once(cfg, batch)
         assert set(mine) == set(theirs), name
         for key in mine:
