@@ -2,7 +2,10 @@
 
 By default the responses are a benchmark's own: each reference stated as a final answer ("The final
 answer is $\\boxed{ref}$.") and each worked solution, which should all grade correct. With
-``--records`` they are an evaluation's (``records.jsonl``: every greedy and sampled response).
+``--records`` they are an evaluation's (``records.jsonl``: every greedy and sampled response). With
+``--forms`` they are :data:`eval.benchmarks.form_cases.FORM_CASES` (answers in other forms of the same object,
+statements a careful reader follows), each graded by its own grader kind, and the count of verdicts that
+differ from the careful reader's is printed for each side.
 math-verify reads a response its own way (:func:`math_verify_verdict`: its default extraction of
 the last LaTeX or plain expression, no notion of statements, hedges or retractions), so a
 disagreement is either a case the project's reading decides differently on purpose (see
@@ -15,6 +18,7 @@ counted apart from wrong ones) and the project's grading time per 1000 responses
 Command line::
 
     python -m eval.benchmarks.audit --benchmark math500 [--records results/eval/MODEL/math500/records.jsonl]
+    python -m eval.benchmarks.audit --forms
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 
 from math_verify import parse, verify
 
+from eval.benchmarks.form_cases import FORM_CASES
 from eval.benchmarks.graders import GRADERS, extract_final_answer
 from eval.benchmarks.loaders import BENCHMARKS, load_benchmark
 
@@ -84,6 +89,24 @@ def record_cases(records: Path) -> list[Case]:
     return cases
 
 
+def form_audit() -> tuple[list[Verdicts], dict[str, int], float]:
+    """Both sides' verdicts on every form case (each by its own grader kind), how many of each side's verdicts
+    differ from the careful reader's, and the project's grading seconds per 1000 cases."""
+    verdicts, seconds = [], 0.0
+    for grader in sorted({case.grader for case in FORM_CASES}):
+        chosen = [case for case in FORM_CASES if case.grader == grader]
+        cases = [Case(str(FORM_CASES.index(c)), c.form, c.response, c.reference) for c in chosen]
+        graded, per_thousand = audit(cases, grader)
+        verdicts += graded
+        seconds += per_thousand * len(cases) / 1000
+    expected = {case.id: FORM_CASES[int(case.id)].correct for case in (v.case for v in verdicts)}
+    misread = {
+        "ours": sum(v.ours != expected[v.case.id] for v in verdicts),
+        "math_verify": sum(v.theirs != expected[v.case.id] for v in verdicts),
+    }
+    return verdicts, misread, seconds / len(verdicts) * 1000
+
+
 def audit(cases: list[Case], grader: str) -> tuple[list[Verdicts], float]:
     """Both sides' verdicts on every case, and the project's grading seconds per 1000 cases."""
     grade = GRADERS[grader]
@@ -124,18 +147,30 @@ def summary(verdicts: list[Verdicts], per_thousand: float) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.benchmarks.audit", description=__doc__.split("\n\n")[0])
     graded = sorted(name for name, spec in BENCHMARKS.items() if spec.grader in GRADERS)
-    parser.add_argument("--benchmark", required=True, choices=graded)
+    chosen = parser.add_mutually_exclusive_group(required=True)
+    chosen.add_argument("--benchmark", choices=graded)
+    chosen.add_argument("--forms", action="store_true", help="the answer-form cases instead of a benchmark")
     parser.add_argument("--records", type=Path, help="an evaluation's records.jsonl (default: the benchmark's own)")
     parser.add_argument("--data-dir", type=Path, help="the benchmark files (default: RL_BENCHMARKS_DIR)")
     parser.add_argument("--json", type=Path, help="also write the summary here")
     args = parser.parse_args(argv)
-    try:
-        cases = record_cases(args.records) if args.records else benchmark_cases(args.benchmark, args.data_dir)
-    except (OSError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    verdicts, per_thousand = audit(cases, BENCHMARKS[args.benchmark].grader)
-    report = summary(verdicts, per_thousand)
+    if args.forms and args.records:
+        parser.error("--records reads an evaluation of a --benchmark, not the --forms cases")
+    if args.forms:
+        verdicts, misread, per_thousand = form_audit()
+        report = {**summary(verdicts, per_thousand), "differ_from_careful_reader": misread}
+        print(
+            f"against the careful reader: the project's grader differs on {misread['ours']} cases, "
+            f"math-verify on {misread['math_verify']}"
+        )
+    else:
+        try:
+            cases = record_cases(args.records) if args.records else benchmark_cases(args.benchmark, args.data_dir)
+        except (OSError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        verdicts, per_thousand = audit(cases, BENCHMARKS[args.benchmark].grader)
+        report = summary(verdicts, per_thousand)
     print(
         f"{report['responses']} responses; correct: {report['correct_ours']} by the project's grader, "
         f"{report['correct_math_verify']} by math-verify; {len(report['disagreements'])} disagreements; "

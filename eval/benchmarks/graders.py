@@ -8,12 +8,21 @@ the whole response as a careful human would:
   a markdown heading ``#### Step 2`` is not one), whichever comes last, so "Final answer: 6" after
   a box states 6. Without any, the last weaker phrase ("The answer is X", "Answer: X"); without
   that, a fallback. A phrase may carry an adverb ("The answer is therefore 12").
-- Boxes on one line joined by commas or "and" (``\\boxed{2}, \\boxed{3}``) state one list answer
-  ("2, 3"). Boxes joined by "or" hedge between answers, and a hedged answer is wrong (no answer).
+- Boxes on one line joined by commas, semicolons or "and" (``\\boxed{2}, \\boxed{3}``) state one list
+  answer ("2, 3"). Boxes joined by "or" hedge between answers, and a hedged answer is wrong (no
+  answer). Boxes back to back with no joining word: the last is the answer.
+- An empty box with a statement after it is the format instruction quoted, not a statement.
 - A statement followed, before any later one, by its retraction ("that is wrong", "scratch that",
-  "this answer is incorrect") states nothing: the response has no answer.
+  "this answer is incorrect") states nothing: the response has no answer. After a retraction, or
+  with a revision word just before it ("on reflection the answer is really 6"), a later "the answer
+  is X" replaces a box or final-answer phrase.
 - A negation removes what it negates, not the rest: "24, not 25" states 24, "not 18 but 24"
-  states 24, "not 18." states nothing.
+  states 24, "not 18." states nothing; a remark after the answer (", which is not even") is not
+  part of it.
+
+Answers and references are compared in their plain form (:mod:`eval.benchmarks.answer_forms`: Unicode
+digits and symbols, one-cell arrays, numbers in words; inequalities as intervals for ``grade_math``,
+arithmetic expressions by their value for the other two).
 
 The graders differ in how that answer is compared with the reference:
 
@@ -27,8 +36,8 @@ The graders differ in how that answer is compared with the reference:
 
 A percentage equals the reference read either as its number (12.5 % = 12.5) or as its fraction
 (50 % = 1/2), as math-verify allows. Graders never raise: a malformed response is wrong. They read
-responses of up to :data:`MAX_RESPONSE_CHARS` characters whole (a longer one has no answer), in
-time linear in its length, and refuse answers longer than :data:`MAX_ANSWER_CHARS` or nested deeper
+responses of up to :data:`MAX_RESPONSE_CHARS` characters whole (of a longer one, its last
+:data:`MAX_RESPONSE_CHARS`, where its answer is), in time linear in its length, and refuse answers longer than :data:`MAX_ANSWER_CHARS` or nested deeper
 than :data:`MAX_BRACKET_DEPTH`. Beyond that, :func:`grade_math`'s time is bounded by math-verify's
 timeouts, which use ``signal.alarm`` and so work only in a process's main thread: grade in a
 process pool rather than a thread pool when responses may be hostile (in a thread the timeout is
@@ -47,10 +56,12 @@ from functools import lru_cache, wraps
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 
+from eval.benchmarks.answer_forms import arithmetic_value, as_interval, plain_form
+
 logger = logging.getLogger(__name__)
 
 MAX_RESPONSE_CHARS = 1_000_000
-"""Longest response read (about 250 k tokens); a longer one has no answer."""
+"""Characters read of a response (about 250 k tokens): all of it, or the end of a longer one."""
 MAX_ANSWER_CHARS = 2000
 """Longest stated answer handed to math-verify, whose parsing cost grows with length."""
 UNSTATED_SEARCH_CHARS = 4000
@@ -63,8 +74,8 @@ DEFAULT_TIMEOUT_SECONDS = 5
 """math-verify's limit for one parse and for one comparison (main thread only)."""
 
 _BOX_OPENING = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_ADVERB = r"(?:(?:therefore|thus|hence|then|so|clearly|simply|just|indeed|exactly|now)\b,?\s*)?"
-_PHRASE_END = rf"(?:\*\*)?\s*(?:is\b(?!')\s*:?|:|(?=isn't\b))\s*{_ADVERB}(?P<span>[^\n]*)"
+_ADVERB = r"(?:(?:therefore|thus|hence|then|so|clearly|simply|just|indeed|exactly|now|really|actually)\b,?\s*)?"
+_PHRASE_END = rf"(?:\*\*)?\s*(?:is\b(?!')\s*:?|:|(?=isn't\b))\s*{_ADVERB}(?P<span>[^\n]*?)(?=\.(?:\s|$)|\n|$)"
 _FINAL_PHRASE = re.compile(
     rf"\bfinal\s+answer\b{_PHRASE_END}|^[ \t]*####[ \t]*(?P<marked>[-+$\\\d.][^\n]*)", re.IGNORECASE | re.MULTILINE
 )
@@ -74,7 +85,13 @@ _NEGATION_WORD = r"(?:not|isn't|is not|rather than|instead of)\b"
 _NEGATED = re.compile(rf"(?:^|(?<=[\s,;(])){_NEGATION_WORD}(?:(?!\bbut\b)[^,;()])*", re.IGNORECASE)
 _NEGATION = re.compile(rf"(?:^|[\s,;(]){_NEGATION_WORD}", re.IGNORECASE)
 _CONNECTIVES = re.compile(r"^(?:[\s,;()]|\bbut\b|\bit\s+is\b|\bit's\b|\bso\b|\brather\b)+", re.IGNORECASE)
-_LIST_JOIN = re.compile(r"^[\s$,;]*(?:\band\b)?[\s$,;]*$", re.IGNORECASE)
+_LIST_JOIN = re.compile(r"^(?=.*(?:[,;]|\band\b))[\s$,;]*(?:\band\b)?[\s$,;]*$", re.IGNORECASE | re.DOTALL)
+_REMARK = re.compile(r",\s*(?:which|where|since|because|as|so that)\b.*$", re.IGNORECASE | re.DOTALL)
+_REVISION = re.compile(
+    r"\b(?:actually|really|on (?:second thought|reflection)|correction|in fact|instead)\b", re.IGNORECASE
+)
+_REVISION_REACH = 60
+"""Characters before a later "the answer is" in which a revision word ("on reflection") makes it replace a box."""
 _ALTERNATIVES = re.compile(r"\s+or\s+", re.IGNORECASE)
 _HEDGE_JOIN = re.compile(r"^[\s$,;]*(?:\beither\b)?[\s$,;]*\bor\b[\s$,;]*(?:\bmaybe\b)?[\s$,;]*$", re.IGNORECASE)
 _RETRACTION = re.compile(
@@ -104,9 +121,10 @@ def _never_raises(grader: Callable[..., bool]) -> Callable[..., bool]:
     return guarded
 
 
-def _readable(response: str) -> str | None:
-    """The response if it is short enough to read whole, else None (no answer)."""
-    return response if len(response) <= MAX_RESPONSE_CHARS else None
+def _readable(response: str) -> str:
+    """What is read of the response: its last :data:`MAX_RESPONSE_CHARS` characters (all of it, but for a response
+    longer than that: its answer is at its end, and slicing the end costs nothing)."""
+    return response[-MAX_RESPONSE_CHARS:]
 
 
 def _boxes(text: str) -> list[tuple[int, int, str | None]]:
@@ -128,23 +146,26 @@ def _boxes(text: str) -> list[tuple[int, int, str | None]]:
 
 
 def _tidy_span(span: str) -> str:
-    """The answer in the rest of a final-answer line: up to the end of its sentence, without what a
-    negation negates ("24, not 25" states 24; "not 18 but 24" states 24; "not 18" nothing), the
-    markdown emphasis, math delimiters and closing period around it."""
-    span = _SENTENCE_END.split(span, maxsplit=1)[0]
+    """The answer in the rest of a final-answer line: up to the end of its sentence, without a remark about it
+    ("21, which is not even" states 21), without what a negation negates ("24, not 25" states 24; "not 18 but
+    24" states 24; "not 18" nothing), the markdown emphasis, math delimiters and closing period around it."""
+    span = _REMARK.sub("", _SENTENCE_END.split(span, maxsplit=1)[0])
     span = _CONNECTIVES.sub("", _NEGATED.sub("", span)).replace("()", "")
     span = span.strip(" \t*,;").rstrip(".").strip(" $")
     return _MATH_DELIMITERS.sub("", span).strip()
 
 
 def _phrase_statements(pattern: re.Pattern[str], text: str) -> list[tuple[int, int, str]]:
-    """(start, end, answer) of every phrase of ``pattern`` that states an answer or only negates one ("")."""
+    """(start, end, answer) of every phrase of ``pattern`` that states an answer or only negates one (""); the
+    statement ends with its sentence."""
     found = []
     for match in pattern.finditer(text):
-        raw = match.group("span") if match.group("span") is not None else match.group("marked")
+        group = "span" if match.group("span") is not None else "marked"
+        raw = match.group(group)
         span = _tidy_span(raw)
         if span or _NEGATION.search(raw):
-            found.append((match.start(), match.end(), span))
+            sentence = _SENTENCE_END.split(raw, maxsplit=1)[0]
+            found.append((match.start(), match.start(group) + len(sentence), span))
     return found
 
 
@@ -170,10 +191,19 @@ def _stated_answers(text: str) -> list[str] | None:
     one for a committed answer, several for a hedge, none for an empty, unclosed, negated-only or
     retracted one (then there is no fallback either); None when the text states no answer."""
     boxes = _boxes(text)
-    statements = [(start, end, "", index) for index, (start, end, _) in enumerate(boxes)]
-    statements += [(start, end, answer, None) for start, end, answer in _phrase_statements(_FINAL_PHRASE, text)]
-    if not statements:
-        statements = [(start, end, answer, None) for start, end, answer in _phrase_statements(_ANSWER_PHRASE, text)]
+    strong = [(start, end, "", index) for index, (start, end, _) in enumerate(boxes)]
+    strong += [(start, end, answer, None) for start, end, answer in _phrase_statements(_FINAL_PHRASE, text)]
+    weak = [(start, end, answer, None) for start, end, answer in _phrase_statements(_ANSWER_PHRASE, text)]
+    strong = [  # an empty box with a statement after it is the format instruction quoted, not an answer
+        statement
+        for statement in strong
+        if not (statement[3] is not None and boxes[statement[3]][2] == "")
+        or not any(other[0] >= statement[1] for other in strong + weak)
+    ]
+    if strong:
+        last = max(strong, key=lambda statement: statement[0])
+        weak = [statement for statement in weak if statement[2] and _replaces(text, last[1], statement)]
+    statements = strong + weak
     if not statements:
         return None
     _, end, answer, box = max(statements, key=lambda statement: statement[0])
@@ -181,6 +211,16 @@ def _stated_answers(text: str) -> list[str] | None:
     if _RETRACTION.search(text, end) or not all(alternatives):
         return []
     return alternatives
+
+
+def _replaces(text: str, after: int, statement: tuple[int, int, str, int | None]) -> bool:
+    """Whether a later "the answer is X" replaces the box or final answer that ends at ``after``: a retraction
+    comes between them, or a revision word ("on reflection", "actually", "really") comes just before X."""
+    start, end = statement[0], statement[1]
+    if start < after:
+        return False
+    retracted = _RETRACTION.search(text, after, start) is not None
+    return retracted or _REVISION.search(text, max(after, start - _REVISION_REACH), end) is not None
 
 
 def _plain_numbers(text: str) -> list[str]:
@@ -204,8 +244,6 @@ def extract_final_answer(response: str) -> str | None:
 def _final_alternatives(response: str) -> list[str]:
     """The alternatives a response's final answer offers (one unless it hedges), none when it has no answer."""
     text = _readable(response)
-    if text is None:
-        return []
     stated = _stated_answers(text)
     if stated is not None:
         return stated
@@ -250,15 +288,14 @@ def _parse_latex_answer(answer: str, timeout_seconds: int | None) -> tuple:
 
 
 def _readings(answer: str, timeout_seconds: int | None) -> list[tuple]:
-    """The ways an answer may be meant: itself, and for a percentage its number (12.5\\% = 12.5) and its
-    fraction (50\\% = 1/2)."""
+    """The ways an answer may be meant, in its plain form (:func:`~eval.benchmarks.answer_forms.plain_form`):
+    itself; for a percentage its number (12.5\\% = 12.5) and its fraction (50\\% = 1/2); for an inequality
+    or set-builder set in one variable, the interval it describes."""
+    answer = plain_form(answer)
     number = _TRAILING_PERCENT.sub("", answer)
-    if number == answer:
-        return [_parse_latex_answer(answer, timeout_seconds)]
-    return [
-        _parse_latex_answer(number, timeout_seconds),
-        _parse_latex_answer(f"\\frac{{{number}}}{{100}}", timeout_seconds),
-    ]
+    readings = [number] if number == answer else [number, f"\\frac{{{number}}}{{100}}"]
+    interval = as_interval(answer)
+    return [_parse_latex_answer(reading, timeout_seconds) for reading in [*readings, *([interval] if interval else [])]]
 
 
 @_never_raises
@@ -278,7 +315,7 @@ def grade_math(response: str, reference: str, timeout_seconds: int | None = DEFA
     timeout_seconds = _usable_timeout(timeout_seconds)
     golds = [gold for gold in _readings(reference, timeout_seconds) if gold]
     text = _readable(response)
-    if not golds or text is None:
+    if not golds:
         return False
     stated = _stated_answers(text)
     searched = [text[-UNSTATED_SEARCH_CHARS:]] if stated is None else stated
@@ -309,11 +346,13 @@ def grade_math(response: str, reference: str, timeout_seconds: int | None = DEFA
 
 
 def _as_number(answer: str | None) -> Fraction | None:
-    """The one number an answer holds (words and units around it allowed), or None."""
+    """The one number an answer holds (words and units around it allowed), in its plain form (a number in words,
+    Unicode digits), or the value of an arithmetic expression of numbers; None otherwise."""
     if answer is None:
         return None
-    numbers = _plain_numbers(answer)
-    return Fraction(numbers[0]) if len(numbers) == 1 else None
+    plain = plain_form(answer)
+    numbers = _plain_numbers(plain)
+    return Fraction(numbers[0]) if len(numbers) == 1 else arithmetic_value(plain)
 
 
 @_never_raises

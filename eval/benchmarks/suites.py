@@ -103,9 +103,18 @@ def answer_judge(grade: Callable[[str, str], bool], extract: Callable[[str], str
     return judge
 
 
+def benchmark_verifier(name: str) -> Callable[[str, str], bool]:
+    """The grader of benchmark ``name``'s answers: what its evaluation judges with, and what a run training on its
+    problems computes the reward with (``train(cfg, out, problems=..., verifier=benchmark_verifier(name))``)."""
+    spec = BENCHMARKS[name]
+    if spec.grader not in GRADERS:
+        raise ValueError(f"benchmark '{name}' is graded by running code, not by a stated answer")
+    return GRADERS[spec.grader]
+
+
 def _math_suite(name: str, spec: BenchmarkSpec) -> Suite:
     """A benchmark of stated answers: the boxed-answer prompt, the final answer graded by the spec's grader kind."""
-    grade = GRADERS[spec.grader]
+    grade = benchmark_verifier(name)
     return Suite(
         load=lambda limit: load_benchmark(name, limit=limit),
         judge=answer_judge(grade, extract_final_answer),

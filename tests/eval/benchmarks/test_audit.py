@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from eval.benchmarks.audit import main
 
 
@@ -37,3 +39,15 @@ def test_a_malformed_record_names_its_line(tmp_path, capsys):
     records.write_text('{"id": "a", "reference": "1", "greedy": {"response": "1"}, "samples": []}\n{"id": "b"}\n')
     assert main(["--benchmark", "gsm8k", "--records", str(records)]) == 2
     assert f"{records}:2: not an evaluation record" in capsys.readouterr().err
+
+
+def test_the_forms_audit_sets_math_verify_beside_the_careful_reader(tmp_path, capsys):
+    out = tmp_path / "forms.json"
+    assert main(["--forms", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["differ_from_careful_reader"]["ours"] == 0
+    assert report["differ_from_careful_reader"]["math_verify"] == len(report["disagreements"]) > 0
+    assert "the project's grader differs on 0 cases" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as stopped:
+        main(["--forms", "--records", str(out)])
+    assert stopped.value.code == 2

@@ -122,7 +122,8 @@ def test_the_whole_response_is_read_and_a_later_log_does_not_replace_a_stated_an
     assert grade_numeric("So the answer is 5." + log, "5") and grade_math("So the answer is 5." + log, "5")
     assert extract_final_answer(r"\boxed{1}" + " " * 100_000) == "1"
     assert extract_final_answer("x" * (MAX_RESPONSE_CHARS - 9) + r"\boxed{5}") == "5"
-    assert extract_final_answer("x" * MAX_RESPONSE_CHARS + r"\boxed{5}") is None  # too long to read
+    assert extract_final_answer("x" * MAX_RESPONSE_CHARS + r"\boxed{5}") == "5"  # its end is read
+    assert extract_final_answer(r"\boxed{5}" + "x" * MAX_RESPONSE_CHARS) is None  # past what is read
 
 
 @pytest.mark.parametrize(
@@ -181,10 +182,12 @@ def test_a_percentage_matches_its_number_or_its_fraction_and_gsm8k_numbers_keep_
         ("So she walks for 204 minutes in total.", "204", True),
         (r"\boxed{25.5}", "25", False),
         (r"\boxed{-25}", "25", False),
-        (r"\boxed{\frac{50}{2}}", "25", False),
+        (r"\boxed{\frac{50}{2}}", "25", True),  # an arithmetic expression of the value
+        (r"\boxed{\frac{51}{2}}", "25", False),
         (r"\boxed{(1, 25)}", "25", False),
         (r"\boxed{250}", "25", False),
-        (r"\boxed{twenty-five}", "25", False),
+        (r"\boxed{twenty-five}", "25", True),  # the number in words
+        (r"\boxed{twenty-six}", "25", False),
     ],
 )
 def test_grade_integer(response, reference, correct):
