@@ -28,7 +28,8 @@ Isolation (:func:`detect_isolation`), strongest available:
   namespace, daemons that called setsid or double-forked included. No network interface and no
   host socket is reachable, Unix sockets included. A seccomp filter (:mod:`eval.sandbox.seccomp`)
   refuses the kernel keyrings, memory outside RLIMIT_AS, the page cache's state, other processes'
-  memory and descriptors, fallocate, new namespaces and mounts. Under a root grader the program
+  memory and descriptors, fallocate, new namespaces and mounts, sockets of every family and
+  splice/vmsplice/tee (kernel memory no limit counts). Under a root grader the program
   runs as uid and gid 65534 with no capabilities; under a non-root grader as that user inside its
   own user namespace. Where a cgroup can be had (root's, or one delegated to the grader's user), it
   caps memory (the kernel's memory for the program's files included) and processes for the whole

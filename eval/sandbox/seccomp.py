@@ -21,7 +21,12 @@ namespaces and limits:
 - asynchronous I/O (``io_uring_*`` and the older ``io_setup``/``io_submit`` family): a process
   with large direct reads in flight cannot be killed until they finish, so it would outlive grading;
 - large kernel attack surface a program does not need: ``bpf``, ``perf_event_open``,
-  ``userfaultfd``, ``open_by_handle_at``, ``fanotify_init``.
+  ``userfaultfd``, ``open_by_handle_at``, ``fanotify_init``;
+- sockets of every family (``socket``, ``socketpair``): their buffers (a loopback TCP connection, a
+  listener's backlog, a UDP or netlink receive queue, a Unix socket's queue) are kernel memory that
+  neither the address-space limit nor every memory cgroup counts, and a graded program needs none;
+- moving pages between pipes and memory (``splice``, ``vmsplice``, ``tee``): a pipe slot can pin a
+  whole transparent huge page that the program then unmaps, memory its limit no longer counts.
 
 A call from another architecture's ABI (x86-64's 32-bit and x32 entry points) kills the process,
 so the filter cannot be sidestepped through a second system-call table. Built for x86-64 and
@@ -39,7 +44,7 @@ REFUSED = (
     "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_open", "pidfd_getfd", "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "open_tree_attr",
     "move_mount", "fsopen", "fsmount", "fspick", "fsconfig", "mount_setattr", "io_uring_setup", "io_uring_enter", "io_uring_register", "io_setup", "io_submit", "io_getevents",
     "io_pgetevents", "io_cancel", "io_destroy", "bpf", "perf_event_open", "userfaultfd", "open_by_handle_at",
-    "fanotify_init",
+    "fanotify_init", "socket", "socketpair", "splice", "vmsplice", "tee",
 )  # fmt: skip
 SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
     "x86_64": {
@@ -53,7 +58,7 @@ SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "io_setup": 206,
         "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "bpf": 321,
         "perf_event_open": 298, "userfaultfd": 323, "open_by_handle_at": 304, "fanotify_init": 300, "clone": 56,
-        "clone3": 435,
+        "clone3": 435, "socket": 41, "socketpair": 53, "splice": 275, "tee": 276, "vmsplice": 278,
     },
     "aarch64": {
         "keyctl": 219, "add_key": 217, "request_key": 218, "shmget": 194, "memfd_create": 279, "fallocate": 47,
@@ -66,7 +71,7 @@ SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "io_setup": 0,
         "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "bpf": 280,
         "perf_event_open": 241, "userfaultfd": 282, "open_by_handle_at": 265, "fanotify_init": 262, "clone": 220,
-        "clone3": 435,
+        "clone3": 435, "socket": 198, "socketpair": 199, "splice": 76, "tee": 77, "vmsplice": 75,
     },
 }  # fmt: skip
 """Each architecture's system-call numbers (the kernel's unistd tables): REFUSED's, and clone's."""

@@ -149,6 +149,24 @@ were open."""
 INITIAL_STATE = {"known": [], "guessing": None}
 
 
+KERNEL_MEMORY_PROBES: dict[str, str] = {
+    "socket-loopback-tcp": "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)\nworked = True\n",
+    "socket-udp-queue": "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nworked = True\n",
+    "socket-netlink-queue": "import socket\nsocket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)\nworked = True\n",
+    "socket-unix-pair": "import socket\nsocket.socketpair()\nworked = True\n",
+    "pipe-vmsplice-pin": LIBC + "import os\nr, w = os.pipe()\npage = ctypes.create_string_buffer(4096)\n"
+    "iov = (ctypes.c_void_p * 2)(ctypes.addressof(page), 4096)\n"
+    "worked = libc.syscall({vmsplice}, w, iov, 1, 0) == 4096\n",
+    "pipe-splice": "import os\nr, w = os.pipe()\nr2, w2 = os.pipe()\nos.write(w, b'x')\n"
+    "worked = os.splice(r, w2, 1) == 1\n",
+    "pipe-tee": LIBC + "import os\nr, w = os.pipe()\nr2, w2 = os.pipe()\nos.write(w, b'x')\n"
+    "worked = libc.syscall({tee}, r, w2, 1, 0) == 1\n",
+}
+"""Probes (statements setting ``worked``) that make the kernel hold memory no per-process limit or every cgroup
+counts: socket buffers of each family, pages pinned in a pipe. Each works outside the sandbox
+(tests/eval/sandbox/test_hostile.py runs them bare)."""
+
+
 ATTACKS: dict[str, tuple[str, str]] = {
     # Forged verdicts and exits.
     "exit-0-at-load": ("forgery", RETURN_WRONG + "import os\nos._exit(0)\n"),
@@ -548,6 +566,8 @@ ATTACKS: dict[str, tuple[str, str]] = {
         "memory",
         _right_if_it_worked(LIBC + INTERPRETER_FD + "worked = libc.syscall({readahead}, fd, 0, 4096) == 0\n"),
     ),
+    # Kernel memory that no limit counts: socket buffers, pages pinned in pipes.
+    **{name: ("memory", _right_if_it_worked(probe)) for name, probe in KERNEL_MEMORY_PROBES.items()},
     # Memory outside every per-process limit.
     "memfd-secret-hoard": (
         "memory",
@@ -700,6 +720,8 @@ class Bait:
                     "mq_open",
                     "pidfd_open",
                     "pidfd_getfd",
+                    "vmsplice",
+                    "tee",
                 )
             },  # fmt: skip
         }

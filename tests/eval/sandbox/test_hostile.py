@@ -2,7 +2,10 @@
 
 import json
 import os
+import platform
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -11,10 +14,12 @@ import pytest
 
 from eval.benchmarks.humaneval import load_humaneval, run_humaneval
 from eval.sandbox.host import ProgramFailed, Sandbox
+from eval.sandbox.seccomp import SYSCALL_NUMBERS
 from tests.eval.sandbox.hostile import (
     ATTACKS,
     GRACE_S,
     INITIAL_STATE,
+    KERNEL_MEMORY_PROBES,
     LEARNER,
     LIMITS,
     bait,
@@ -122,3 +127,18 @@ def test_the_learner_does_learn_where_the_calls_follow_the_answers(strong_isolat
 
     passes = grade_repeatedly(grade, 10)
     assert passes[-1] and passes.index(True) <= 8
+
+
+@pytest.mark.parametrize("name", sorted(KERNEL_MEMORY_PROBES))
+def test_each_kernel_memory_probe_works_outside_the_sandbox_as_root_and_as_nobody(name):
+    """The attacks the sandbox refuses are real: bare, each one makes the kernel hold its memory, as this user and,
+    from root, as uid 65534."""
+    numbers = SYSCALL_NUMBERS.get(platform.machine())
+    if numbers is None:
+        pytest.skip(f"no system-call table for {platform.machine()}")
+    probe = KERNEL_MEMORY_PROBES[name].format(**numbers) + "assert worked\n"
+    bare = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    assert bare.returncode == 0, bare.stderr[-2000:]
+    if os.geteuid() == 0 and shutil.which("setpriv") is not None:
+        as_nobody = unprivileged([*unprivileged_python(), "-c", probe], timeout=60)
+        assert as_nobody.returncode == 0, as_nobody.stderr[-2000:]
