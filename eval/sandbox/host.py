@@ -22,7 +22,8 @@ Isolation (:func:`detect_isolation`), strongest available:
 - ``bubblewrap`` (the ``bwrap`` command, from the distribution's ``bubblewrap`` package): new PID,
   network, IPC and UTS namespaces and a private mount namespace holding only /usr, the interpreter
   and its standard library read-only, the two worker files, a fresh /proc and /dev, and /tmp as
-  the working directory; everything else is read-only. The sandbox's init
+  the working directory; everything else is read-only. The /proc files and folders that report the
+  whole host's kernel state (page-cache and slab sizes, the dentry count) are hidden. The sandbox's init
   (:func:`sandbox_worker.main`) is non-dumpable and under the program's limits and user; it reaps
   orphans and ends with the program, and the kernel then kills every process left in the PID
   namespace, daemons that called setsid or double-forked included. No network interface and no
@@ -612,6 +613,7 @@ class Sandbox:
         for name in WORKER_FILES:
             command += ["--ro-bind", str(WORKER_DIR / name), f"/sandbox/{name}"]
         command += ["--proc", "/proc", "--dev", "/dev"]
+        command += _host_wide_proc_hidden()
         if self.isolation.cgroups:  # which charges the kernel memory of the files' inodes to the sandbox
             command += ["--perms", "1777", "--size", str(self.limits.max_file_bytes), "--tmpfs", "/tmp"]
         else:
@@ -773,6 +775,32 @@ def _joining(procs_files: tuple[str, ...], command: list[str]) -> list[str]:
     """``command`` run by a shell that first moves itself into the cgroups, so that nothing it starts escapes them."""
     moves = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(procs_files) + 1))
     return ["/bin/sh", "-c", f'{moves} && shift {len(procs_files)} && exec "$@"', "sh", *procs_files, *command]
+
+
+HOST_WIDE_PROC_FILES = (
+    "meminfo", "vmstat", "zoneinfo", "buddyinfo", "pagetypeinfo", "slabinfo", "stat", "loadavg", "diskstats",
+    "schedstat", "interrupts", "softirqs", "swaps",
+)  # fmt: skip
+"""Files of a fresh /proc that still report the whole host's kernel state (page cache and slab sizes, counters),
+which one grading could set and the next read: in the sandbox each is a device node on a mount that allows none,
+so it cannot be opened."""
+HOST_WIDE_PROC_DIRECTORIES = ("sys", "pressure")
+"""Folders of /proc with host-wide state (``sys/fs/dentry-state`` counts every negative dentry): empty in the
+sandbox."""
+
+
+def _host_wide_proc_hidden() -> list[str]:
+    """bubblewrap arguments that hide :data:`HOST_WIDE_PROC_FILES` and :data:`HOST_WIDE_PROC_DIRECTORIES` (those
+    this kernel has) under the sandbox's /proc: /dev/null over each file (unopenable there), an empty read-only
+    folder over each folder."""
+    arguments = []
+    for name in HOST_WIDE_PROC_FILES:
+        if Path("/proc", name).exists():
+            arguments += ["--ro-bind", "/dev/null", f"/proc/{name}"]
+    for name in HOST_WIDE_PROC_DIRECTORIES:
+        if Path("/proc", name).is_dir():
+            arguments += ["--perms", "0555", "--tmpfs", f"/proc/{name}", "--remount-ro", f"/proc/{name}"]
+    return arguments
 
 
 def _read_only_system() -> list[str]:

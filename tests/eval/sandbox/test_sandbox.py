@@ -17,6 +17,7 @@ from eval.sandbox import host as sandbox_module
 from eval.sandbox import seccomp
 from eval.sandbox.host import (
     CALL_COPIES,
+    HOST_WIDE_PROC_FILES,
     UNPRIVILEGED_ID,
     Isolation,
     ProgramFailed,
@@ -456,3 +457,29 @@ def test_an_unprivileged_grader_without_a_cgroup_keeps_the_whole_tree_in_one_pro
     assert not report["cgroups"] and "one process and one thread" in report["isolation"], report
     assert report["fork"] == "BlockingIOError" and report["thread"] == "RuntimeError", report
     assert report["memory"] == "MemoryError" and report["tmp"] == "OSError", report
+
+
+def test_host_wide_kernel_state_is_not_readable_from_one_grading_to_the_next(strong_isolation):
+    """A grading could flood the host's dentries or page cache and the next read the counts: those /proc files are
+    hidden, while the program's own /proc entries still work."""
+    program = (
+        "def read(path):\n"
+        "    try:\n"
+        "        return len(open(path).read())\n"
+        "    except OSError as error:\n"
+        "        return type(error).__name__\n"
+        "def write(path):\n"
+        "    try:\n"
+        "        open(path, 'w').write('1')\n"
+        "        return 'wrote'\n"
+        "    except OSError as error:\n"
+        "        return type(error).__name__\n"
+    )
+    hidden = [f"/proc/{name}" for name in HOST_WIDE_PROC_FILES if Path("/proc", name).exists()]
+    hidden += ["/proc/sys/fs/dentry-state", "/proc/sys/fs/inode-nr"]
+    hidden += ["/proc/pressure/memory"] if Path("/proc/pressure/memory").exists() else []
+    with Sandbox(program, FAST, strong_isolation) as sandbox:
+        for path in hidden:
+            assert Path(path).exists() and isinstance(sandbox.call("read", path), str), path  # the host has it
+        assert sandbox.call("read", "/proc/self/status") > 0
+        assert sandbox.call("write", "/proc/sys/state") in ("OSError", "PermissionError")
