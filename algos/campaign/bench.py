@@ -47,6 +47,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -207,20 +208,23 @@ def measured_matmul_tflops(device: str, precision: str, size: int, repeats: int 
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     generator = torch.Generator(device).manual_seed(0)
     a, b = (torch.randn(size, size, device=device, dtype=dtype, generator=generator) for _ in range(2))
+    return 2 * size**3 / median_seconds(torch.device(device), lambda: torch.matmul(a, b), repeats, warmup=3) / 1e12
+
+
+def median_seconds(device: torch.device, work: Callable[[], object], repeats: int, warmup: int = 1) -> float:
+    """Median wall seconds of ``work()`` over ``repeats`` runs after ``warmup`` untimed ones, the device
+    synchronised around each (CUDA runs its kernels after the call returns)."""
     seconds = []
-    for index in range(3 + repeats):
-        _synchronize(device)
+    for index in range(warmup + repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         started = time.perf_counter()
-        torch.matmul(a, b)
-        _synchronize(device)
-        if index >= 3:
+        work()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if index >= warmup:
             seconds.append(time.perf_counter() - started)
-    return 2 * size**3 / statistics.median(seconds) / 1e12
-
-
-def _synchronize(device: str) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
+    return statistics.median(seconds)
 
 
 def prompt_tokens(work: Workload) -> int:

@@ -29,6 +29,7 @@ from algos.campaign.bench import (
     Workload,
     build_random_qwen2,
     harness_overrides,
+    median_seconds,
     training_problems,
 )
 from algos.config.presets import load_config
@@ -37,21 +38,6 @@ from algos.engine.sequences import response_logprobs
 from algos.trainer.rollout import collect_rollout
 from algos.trainer.update import Learner, update
 from eval.tasks.sources import VERIFIERS, problem_list_task
-
-
-def timed(device: torch.device, work: Callable[[], object], repeats: int) -> float:
-    """Median seconds of ``work()`` over ``repeats`` runs after one untimed run, the device synchronised around each."""
-    seconds = []
-    for index in range(1 + repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        started = time.perf_counter()
-        work()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        if index:
-            seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,19 +103,19 @@ def main(argv: list[str] | None = None) -> int:
         rollout_seconds.append(time.perf_counter() - started - sampled.metrics["perf/gen_seconds"])
     parts = {
         "rollout less its sampling": statistics.median(rollout_seconds),
-        "update (shared prompts)": timed(device, update_in("shared_prompts"), args.repeats),
-        "update (joined rows)": timed(device, update_in("joined_rows"), args.repeats),
-        "log-probabilities, forward + backward (shared prompts)": timed(
+        "update (shared prompts)": median_seconds(device, update_in("shared_prompts"), args.repeats),
+        "update (joined rows)": median_seconds(device, update_in("joined_rows"), args.repeats),
+        "log-probabilities, forward + backward (shared prompts)": median_seconds(
             device, lambda: logprobs_pass(True), args.repeats
         ),
-        "log-probabilities, forward + backward (joined rows)": timed(
+        "log-probabilities, forward + backward (joined rows)": median_seconds(
             device, lambda: logprobs_pass(False), args.repeats
         ),
-        "log-probabilities and entropy, forward + backward (shared prompts)": timed(
+        "log-probabilities and entropy, forward + backward (shared prompts)": median_seconds(
             device, lambda: logprobs_pass(True, with_entropy=True), args.repeats
         ),
-        "model forward + backward, no vocabulary-wide operation": timed(device, model_pass, args.repeats),
-        "optimizer step": timed(device, optimizer_step, args.repeats),
+        "model forward + backward, no vocabulary-wide operation": median_seconds(device, model_pass, args.repeats),
+        "optimizer step": median_seconds(device, optimizer_step, args.repeats),
     }
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":

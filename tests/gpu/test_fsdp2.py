@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from transformers import AutoModelForCausalLM
@@ -15,7 +14,7 @@ from algos.engine.checkpoint import latest_checkpoint
 from algos.trainer import run_files
 from algos.trainer.train import train
 from tests.algos.engine.test_distributed import assert_same_run
-from tests.algos.trainer.test_train import PROJECT, tiny_overrides
+from tests.algos.trainer.test_train import PROJECT, await_checkpoint, tiny_overrides
 
 pytestmark = pytest.mark.gpu
 
@@ -36,12 +35,7 @@ def test_a_killed_fsdp2_run_saves_whole_weights_and_restarts_to_the_plain_run(ti
     train(load_config("grpo", overrides=overrides), tmp_path / "plain")
     sharded, log = tmp_path / "fsdp2", tmp_path / "fsdp2.log"
     first = launched(sharded, overrides, log.open("w"))
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and first.poll() is None:
-        checkpoint = latest_checkpoint(sharded)
-        if checkpoint is not None and checkpoint.state()["step"] >= 2:
-            break
-        time.sleep(0.02)
+    await_checkpoint(sharded, first)
     if first.poll() is None:
         os.killpg(first.pid, signal.SIGKILL)  # the launcher and its worker
     first.wait()

@@ -5,7 +5,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
@@ -15,7 +14,7 @@ from algos.engine.checkpoint import latest_checkpoint
 from algos.trainer import run_files
 from algos.trainer.train import StopTraining, train
 from tests.algos.engine.test_adapters import lora_overrides
-from tests.algos.trainer.test_train import PROJECT, comparable, tiny_overrides
+from tests.algos.trainer.test_train import PROJECT, await_checkpoint, comparable, tiny_overrides
 
 pytestmark = pytest.mark.gpu
 
@@ -57,12 +56,7 @@ def test_a_killed_cuda_run_restarts_to_the_uninterrupted_run(tiny_base, tmp_path
     )
     assert straight.returncode == 0, straight.stderr[-3000:]
     killed = subprocess.Popen([*command("killed"), *overrides], cwd=PROJECT, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and killed.poll() is None:
-        checkpoint = latest_checkpoint(tmp_path / "killed")
-        if checkpoint is not None and checkpoint.state()["step"] >= 2:
-            break
-        time.sleep(0.02)
+    await_checkpoint(tmp_path / "killed", killed)
     killed.send_signal(signal.SIGKILL)
     killed.wait()
     assert 2 <= latest_checkpoint(tmp_path / "killed").state()["step"] < 6, "the run must be killed part-way"

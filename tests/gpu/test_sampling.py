@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from algos.config.schema import ModelConfig
-from algos.engine.generation import generate
 from algos.engine.models import encode_prompts, load_policy, load_tokenizer
 from eval.tasks.config import TaskConfig
 from eval.tasks.sources import make_task
+from tests.algos.engine.test_generation import greedy_both_ways, sampled_both_ways
 
 pytestmark = pytest.mark.gpu
 
@@ -26,15 +26,7 @@ def on_cuda(tiny_base):
 
 def test_greedy_tokens_on_cuda_are_transformers_greedy_tokens(on_cuda):
     model, tokenizer, ids, mask = on_cuda
-    ours = generate(model, ids, mask, 32, tokenizer.eos_token_id, tokenizer.pad_token_id, greedy=True)
-    theirs = model.generate(
-        input_ids=ids,
-        attention_mask=mask,
-        do_sample=False,
-        max_new_tokens=32,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )[:, ids.shape[1] :]
+    ours, theirs = greedy_both_ways(model, tokenizer, ids, mask, 32)
     assert ours.response_ids.is_cuda and torch.equal(theirs, ours.response_ids)
     assert ours.truncated.any() or (ours.lengths < 32).any()
 
@@ -42,20 +34,5 @@ def test_greedy_tokens_on_cuda_are_transformers_greedy_tokens(on_cuda):
 @pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.7, 0.9)])
 def test_sampled_tokens_on_cuda_are_generates_from_the_same_random_state(on_cuda, temperature, top_p):
     model, tokenizer, ids, mask = on_cuda
-    torch.manual_seed(11)
-    ours = generate(
-        model, ids, mask, 32, tokenizer.eos_token_id, tokenizer.pad_token_id, temperature=temperature, top_p=top_p
-    )
-    torch.manual_seed(11)
-    theirs = model.generate(
-        input_ids=ids,
-        attention_mask=mask,
-        do_sample=True,
-        temperature=temperature,
-        top_p=top_p,
-        top_k=0,
-        max_new_tokens=32,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )[:, ids.shape[1] :]
+    ours, theirs = sampled_both_ways(model, tokenizer, ids, mask, 32, temperature, top_p)
     assert torch.equal(theirs, ours.response_ids)

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from algos.engine.generation import BatchShard, generate, sample_tokens
 from algos.trainer import run_files
 from algos.trainer.train import train
 from algos.trainer.update import token_budget_passes
-from tests.algos.trainer.test_train import tiny_overrides
+from tests.algos.trainer.test_train import await_checkpoint, tiny_overrides
 
 PROJECT = Path(__file__).resolve().parents[3]
 DDP_CONFIG = PROJECT / "experiments" / "accelerate" / "ddp.yaml"
@@ -125,12 +124,7 @@ def test_a_killed_two_process_dapo_run_resumes_to_the_one_process_run(tiny_base,
     train(load_config("dapo", overrides=overrides), tmp_path / "one")
     two = tmp_path / "two"
     launched = run_in_two_processes("dapo", two, overrides, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and launched.poll() is None:
-        checkpoint = latest_checkpoint(two)
-        if checkpoint is not None and checkpoint.state()["step"] >= 2:
-            break
-        time.sleep(0.05)
+    await_checkpoint(two, launched, seconds=300)
     os.killpg(launched.pid, signal.SIGKILL)  # the launcher and both workers
     launched.wait()
     assert 2 <= latest_checkpoint(two).state()["step"] < 4, "the run must be killed part-way"

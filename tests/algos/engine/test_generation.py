@@ -103,22 +103,7 @@ def test_samples_are_the_tokens_transformers_generate_draws_from_the_same_random
     model, tokenizer = policy
     ids, mask = encode_prompts(tokenizer, prompts, chat=None)  # 18 rows, groups of one prompt
     assert bool(mask.all()) == (set(prompts) == set(EQUAL_WIDTH))
-    torch.manual_seed(11)
-    ours = generate(
-        model, ids, mask, 32, tokenizer.eos_token_id, tokenizer.pad_token_id, temperature=temperature, top_p=top_p
-    )
-    torch.manual_seed(11)
-    theirs = model.generate(
-        input_ids=ids,
-        attention_mask=mask,
-        do_sample=True,
-        temperature=temperature,
-        top_p=top_p,
-        top_k=0,
-        max_new_tokens=32,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )[:, ids.shape[1] :]
+    ours, theirs = sampled_both_ways(model, tokenizer, ids, mask, 32, temperature, top_p)
     assert theirs.shape == ours.response_ids.shape
     assert torch.equal(theirs, ours.response_ids)
     assert ours.truncated.any() and not ours.truncated.all()  # rows ended at different lengths
@@ -161,13 +146,42 @@ def test_sharing_each_prompt_gives_the_joined_passs_logprobs_entropies_and_gradi
 def test_greedy_tokens_are_transformers_greedy_tokens(policy):
     model, tokenizer = policy
     ids, mask = encode_prompts(tokenizer, PROMPTS * 6, chat=None)
-    ours = generate(model, ids, mask, 24, tokenizer.eos_token_id, tokenizer.pad_token_id, greedy=True)
+    ours, theirs = greedy_both_ways(model, tokenizer, ids, mask, 24)
+    assert torch.equal(theirs, ours.response_ids)
+
+
+def sampled_both_ways(model, tokenizer, ids, mask, max_new_tokens, temperature, top_p, seed=11):
+    """(the lean sampler's Generation, ``transformers``' ``generate`` response ids), each drawn from the global
+    random state seeded with ``seed``, at ``temperature`` and ``top_p`` with no top-k."""
+    torch.manual_seed(seed)
+    ours = generate(
+        model, ids, mask, max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id,
+        temperature=temperature, top_p=top_p,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    theirs = model.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        do_sample=True,
+        temperature=temperature,
+        top_p=top_p,
+        top_k=0,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )[:, ids.shape[1] :]
+    return ours, theirs
+
+
+def greedy_both_ways(model, tokenizer, ids, mask, max_new_tokens):
+    """(the lean sampler's greedy Generation, ``transformers``' greedy ``generate`` response ids)."""
+    ours = generate(model, ids, mask, max_new_tokens, tokenizer.eos_token_id, tokenizer.pad_token_id, greedy=True)
     theirs = model.generate(
         input_ids=ids,
         attention_mask=mask,
         do_sample=False,
-        max_new_tokens=24,
+        max_new_tokens=max_new_tokens,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )[:, ids.shape[1] :]
-    assert torch.equal(theirs, ours.response_ids)
+    return ours, theirs

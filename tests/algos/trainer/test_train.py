@@ -84,6 +84,16 @@ def comparable(rows):
     return [{k: v for k, v in row.items() if not k.startswith("perf/")} for row in rows]
 
 
+def await_checkpoint(out: Path, process, step: int = 2, seconds: float = 120) -> None:
+    """Wait until ``out`` holds a checkpoint of ``step`` or later, ``process`` ends, or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None:
+        checkpoint = latest_checkpoint(out)
+        if checkpoint is not None and checkpoint.state()["step"] >= step:
+            return
+        time.sleep(0.02)
+
+
 @pytest.mark.parametrize("preset", [p for p in available_presets() if p != "reinforce_pp_baseline"])
 def test_every_preset_trains_and_logs_the_monitoring_metrics(preset, tiny_base, tmp_path):
     extra = {"rollout.prompts_per_step": 8} if preset == "ppo" else {}
@@ -148,12 +158,7 @@ def test_killed_run_resumes_to_the_same_final_metrics(tiny_base, tmp_path):
     resumed = tmp_path / "resumed"
     command = [sys.executable, "-m", "algos.trainer.train", "--preset", "grpo", "--out", str(resumed), *overrides]
     process = subprocess.Popen(command, cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        checkpoint = latest_checkpoint(resumed)
-        if checkpoint is not None and checkpoint.state()["step"] >= 2:
-            break
-        time.sleep(0.05)
+    await_checkpoint(resumed, process)
     process.send_signal(signal.SIGKILL)
     process.wait()
     killed_at = latest_checkpoint(resumed).state()["step"]
