@@ -20,9 +20,11 @@ anything is judged.
 Isolation (:func:`detect_isolation`), strongest available:
 
 - ``bubblewrap`` (the ``bwrap`` command, from the distribution's ``bubblewrap`` package): new PID,
-  network, IPC and UTS namespaces and a private mount namespace holding only /usr, the interpreter
-  and its standard library read-only, the two worker files, a fresh /proc and /dev, and /tmp as
-  the working directory; everything else is read-only. The /proc files and folders that report the
+  network, IPC and UTS namespaces and a private mount namespace holding no host folder: only the
+  interpreter's files, read-only (:mod:`eval.sandbox.view`: the interpreter, its libraries and
+  extension modules and its compiled standard library, copied in memory or bound one by one, every
+  page in the page cache before each program), the two worker files, a fresh /proc and /dev, and /tmp
+  as the working directory; everything else is read-only. The /proc files and folders that report the
   whole host's kernel state (page-cache and slab sizes, the dentry count) are hidden. The sandbox's init
   (:func:`sandbox_worker.main`) is non-dumpable and under the program's limits and user; it reaps
   orphans and ends with the program, and the kernel then kills every process left in the PID
@@ -70,6 +72,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from eval.sandbox import cgroup, plain_data, seccomp
+from eval.sandbox.view import ViewError, interpreter_view
 
 STATUSES = ("passed", "failed", "timeout", "crashed", "error")
 """passed: the grader's test ran to its end. failed: it raised (a failed assertion, a wrong value
@@ -534,7 +537,11 @@ class Sandbox:
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self.isolation.kind == "bubblewrap":
-            command, cwd = self._bubblewrap_command(), "/"
+            try:
+                command, cwd = self._bubblewrap_command(), "/"
+                interpreter_view().make_resident()
+            except (ViewError, OSError) as error:
+                raise SandboxError(f"could not gather the sandbox's files: {error}") from error
         else:
             command, cwd = self._process_command(), self._make_workdir()
         if self.isolation.cgroups:
@@ -595,8 +602,7 @@ class Sandbox:
 
     def _bubblewrap_command(self) -> list[str]:
         root = os.geteuid() == 0
-        # The base interpreter: a virtual environment's may be a copy that needs the environment's pyvenv.cfg.
-        interpreter = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+        view = interpreter_view()
         command = [
             shutil.which("bwrap") or "bwrap",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -606,9 +612,7 @@ class Sandbox:
             command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         else:
             command += ["--unshare-user", "--disable-userns"]
-        command += _read_only_system()
-        for directory in _interpreter_directories(interpreter):
-            command += [*_open_ancestors(directory), "--ro-bind", directory, directory]
+        command += view.bubblewrap_arguments()
         command += ["--perms", "0755", "--dir", "/sandbox"]
         for name in WORKER_FILES:
             command += ["--ro-bind", str(WORKER_DIR / name), f"/sandbox/{name}"]
@@ -625,7 +629,7 @@ class Sandbox:
         processes = None if self.isolation.cgroups else SINGLE_PROCESS
         return [
             *command,
-            interpreter,
+            view.interpreter,
             *worker,
             self._worker_limits(processes),
             str(UNPRIVILEGED_ID if root else -1),
@@ -800,40 +804,4 @@ def _host_wide_proc_hidden() -> list[str]:
     for name in HOST_WIDE_PROC_DIRECTORIES:
         if Path("/proc", name).is_dir():
             arguments += ["--perms", "0555", "--tmpfs", f"/proc/{name}", "--remount-ro", f"/proc/{name}"]
-    return arguments
-
-
-def _read_only_system() -> list[str]:
-    """/usr read-only, and the top-level library and binary directories as they are here (links or binds)."""
-    arguments = ["--ro-bind", "/usr", "/usr"]
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
-        if os.path.islink(top):
-            arguments += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            arguments += ["--ro-bind", top, top]
-    return arguments
-
-
-def _interpreter_directories(interpreter: str) -> list[str]:
-    """The directories outside /usr that the interpreter needs: its prefix (standard library, shared
-    library) and its own directory."""
-    needed = {os.path.realpath(sys.base_prefix), os.path.dirname(interpreter)}
-    return sorted(
-        directory
-        for directory in needed
-        if not _below(directory, "/usr") and not any(_below(directory, other) for other in needed - {directory})
-    )
-
-
-def _below(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip("/") + "/")
-
-
-def _open_ancestors(directory: str) -> list[str]:
-    """Arguments creating ``directory``'s ancestors as 0755 directories: bubblewrap would otherwise copy
-    their modes (say, root's 0700 home) and the unprivileged program could not reach the interpreter."""
-    arguments: list[str] = []
-    ancestors = Path(directory).parents
-    for ancestor in reversed(ancestors[:-1]):  # from the top, without "/"
-        arguments += ["--perms", "0755", "--dir", str(ancestor)]
     return arguments

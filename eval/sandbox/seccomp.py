@@ -8,7 +8,8 @@ namespaces and limits:
   the grader's session keyring, and under root share ``nobody``'s user keyrings with the others;
 - memory outside RLIMIT_AS: SysV shared memory, message queues and semaphores (``shmget``,
   ``msgget``, ``semget``), POSIX message queues (``mq_open``), ``memfd_create`` and ``memfd_secret``;
-- the page cache's state, which outlives the sandbox (the files under /usr are the host's): reading
+- the page cache's state, which outlives the sandbox where its files are the host's (bound one by one when
+  no in-memory copy can be made, :mod:`eval.sandbox.view`): reading
   it (``mincore``, ``cachestat``, ``preadv2``, whose RWF_NOWAIT reads only what is cached) or
   steering it (``fadvise64``, ``readahead``; ``pwritev2`` with its twin);
 - host disk past RLIMIT_FSIZE: ``fallocate`` (with FALLOC_FL_KEEP_SIZE it skips that limit);

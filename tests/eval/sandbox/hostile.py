@@ -34,6 +34,7 @@ from pathlib import Path
 from eval.benchmarks.humaneval import load_humaneval, run_humaneval
 from eval.sandbox.host import Isolation, SandboxLimits, SandboxResult, detect_isolation
 from eval.sandbox.seccomp import SYSCALL_NUMBERS
+from tests.eval.sandbox import channels
 
 LIMITS = SandboxLimits(timeout_s=3.0, memory_mb=512, max_processes=16)
 GRACE_S = 2.0
@@ -812,7 +813,8 @@ class Outcome:
 
 
 def run_attacks(target: Bait, names: list[str] | None = None, isolation: Isolation | None = None) -> list[Outcome]:
-    """Grade each named attack (all by default) against HumanEval/0, one after another."""
+    """Grade each named attack (all by default, and then each channel of :mod:`channels`: its writer, then its
+    reader, whose outcome is the channel's) against HumanEval/0, one after another."""
     problem = load_humaneval()[0]
     outcomes = []
     for name in names or list(ATTACKS):
@@ -821,6 +823,12 @@ def run_attacks(target: Bait, names: list[str] | None = None, isolation: Isolati
         start = time.monotonic()
         result = run_humaneval(problem, completion, LIMITS, isolation)
         outcomes.append(Outcome(name, category, result, time.monotonic() - start, target.token in result.detail))
+    for name in channels.CHANNELS if names is None else []:
+        writer, reader = channels.completions(name, RIGHT)
+        start = time.monotonic()
+        run_humaneval(problem, writer, LIMITS, isolation)
+        result = run_humaneval(problem, reader, LIMITS, isolation)
+        outcomes.append(Outcome(name, "channels", result, (time.monotonic() - start) / 2, False))
     return outcomes
 
 

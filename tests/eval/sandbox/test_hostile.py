@@ -3,6 +3,7 @@
 import json
 import os
 import platform
+import secrets
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from eval.benchmarks.humaneval import load_humaneval, run_humaneval
 from eval.sandbox.host import ProgramFailed, Sandbox
 from eval.sandbox.seccomp import SYSCALL_NUMBERS
+from tests.eval.sandbox import channels
 from tests.eval.sandbox.hostile import (
     ATTACKS,
     GRACE_S,
@@ -28,7 +30,7 @@ from tests.eval.sandbox.hostile import (
     project_fingerprint,
     run_attacks,
 )
-from tests.eval.sandbox.unprivileged import NOBODY, unprivileged, unprivileged_python
+from tests.eval.sandbox.unprivileged import NOBODY, PROJECT, unprivileged, unprivileged_python
 
 FORGERIES = [name for name, (category, _) in ATTACKS.items() if category == "forgery"]
 
@@ -78,7 +80,11 @@ def test_every_hostile_completion_fails_under_an_unprivileged_grader_too(strong_
         escaped = json.loads(report.read_text())
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    assert escaped["uid"] == NOBODY and "user namespace" in escaped["isolation"] and escaped["attacks"] == len(ATTACKS)
+    assert (
+        escaped["uid"] == NOBODY
+        and "user namespace" in escaped["isolation"]
+        and escaped["attacks"] == len(ATTACKS) + len(channels.CHANNELS)
+    )
     for what in ("passed", "leaked_secret", "late", "arrivals", "survivors"):
         assert escaped[what] == [], what
     assert not escaped["canary_changed"] and not escaped["sources_changed"]
@@ -142,3 +148,80 @@ def test_each_kernel_memory_probe_works_outside_the_sandbox_as_root_and_as_nobod
     if os.geteuid() == 0 and shutil.which("setpriv") is not None:
         as_nobody = unprivileged([*unprivileged_python(), "-c", probe], timeout=60)
         assert as_nobody.returncode == 0, as_nobody.stderr[-2000:]
+
+
+@pytest.fixture
+def disk_folder():
+    """A folder on a disk file system (one that keeps negative dentries) that every user can use."""
+    folder = Path(tempfile.mkdtemp(prefix="channels-", dir="/var/tmp"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _bare_runners() -> list[list[str]]:
+    """Interpreters to run a bare script with: this user's and, from root, uid 65534's."""
+    runners = [[sys.executable]]
+    if os.geteuid() == 0 and shutil.which("setpriv") is not None:
+        runners.append(["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups", "env", "-i",
+                        *unprivileged_python()])  # fmt: skip
+    return runners
+
+
+@pytest.mark.parametrize("name", sorted(channels.CHANNELS))
+def test_each_channel_between_gradings_works_outside_the_sandbox_as_root_and_as_nobody(name, disk_folder):
+    """Bare, the writer's pattern reaches the reader through each channel, as this user and, from root, as uid 65534;
+    the hostile set grades the same pairs in the sandbox, where every reader fails."""
+    target = disk_folder / "target"
+    with open(target, "wb") as file:
+        file.write(os.urandom(8 * 2**20))
+        os.fsync(file.fileno())
+    target.chmod(0o644)
+    place = str(disk_folder if channels.CHANNELS[name] == "names" else target)
+    for runner in _bare_runners():
+        bits, token = channels.pattern(), secrets.token_hex(6)
+        descriptor = os.open(target, os.O_RDONLY)
+        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)  # the pages start out of the page cache
+        os.close(descriptor)
+        for role in ("write", "read"):
+            source = channels.script(name, role, bits, token, place) + (
+                "assert worked, read\n" if role == "read" else ""
+            )
+            run = subprocess.run([*runner, "-c", source], capture_output=True, text=True, timeout=60, check=False)
+            assert run.returncode == 0, (runner[0], role, run.stderr[-2000:])
+
+
+@pytest.mark.parametrize("name", sorted(channels.CHANNELS))
+def test_each_reader_runs_in_the_sandbox_and_finds_the_same_state_whatever_was_written(name, strong_isolation):
+    """The readers do run inside (the calls they need are not refused): the page-cache ones read every page as
+    cached, the timed ones no pattern, whatever the writer graded before them did."""
+    bits, token = channels.pattern(), secrets.token_hex(6)
+    with Sandbox(
+        channels.script(name, "write", bits, token, None) + "def f():\n    return 0\n", LIMITS, strong_isolation
+    ) as writer:
+        writer.call("f")
+    reader = channels.script(name, "read", bits, token, None) + "def f():\n    return read\n"
+    with Sandbox(reader, LIMITS, strong_isolation) as sandbox:
+        read = sandbox.call("f")
+    if channels.CHANNELS[name] in ("faults", "io", "pagemap"):
+        assert read == [True] * channels.K
+    else:
+        assert read != bits
+
+
+def test_a_flood_of_failed_lookups_leaves_no_negative_dentry_on_the_host(strong_isolation, disk_folder):
+    """Bare, failed lookups in a disk folder each leave a negative dentry no cgroup of a user counts; graded, the
+    same flood over every folder the program sees leaves almost none, as root and as uid 65534."""
+    before = channels.negative_dentries()
+    flood = (
+        f"import os\nfor i in range({channels.FLOOD_LOOKUPS}):\n    os.path.exists('{disk_folder}/.flood-' + str(i))\n"
+    )
+    subprocess.run([sys.executable, "-c", flood], check=True, timeout=120)
+    assert channels.negative_dentries() - before > channels.FLOOD_LOOKUPS // 2
+    assert channels.graded_flood_growth() < channels.FLOOD_LOOKUPS // 20
+    if os.geteuid() == 0 and shutil.which("setpriv") is not None:
+        run = unprivileged(
+            [*unprivileged_python(), "-m", "tests.eval.sandbox.channels", "flood"], cwd=PROJECT, timeout=300
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert int(run.stdout.split()[-1]) < channels.FLOOD_LOOKUPS // 20
