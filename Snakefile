@@ -1,5 +1,6 @@
 # The pipeline's table of contents: configuration, rule files and targets.
 import os
+from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
@@ -9,8 +10,12 @@ min_version("9.0")
 configfile: f"{workflow.basedir}/experiments/config.yaml"
 
 
-validate(config, "experiments/config.schema.yaml")
-os.environ.update(RL_KERNELS=config["kernels"])  # before the rule files import algos, which pins by it
+os.environ.update(RL_KERNELS=str(config.get("kernels", "portable")))  # before algos is imported: it pins by it
+
+from algos.campaign.workflow_config import check_or_exit
+
+check_or_exit(config, Path(workflow.basedir, "experiments/config.schema.yaml"))  # one line and exit 2 on a fault
+validate(config, "experiments/config.schema.yaml")  # which fills in the schema's defaults
 
 
 envvars:
@@ -27,6 +32,7 @@ include: "experiments/rules/sweeps.smk"
 
 
 rule all:
+    """Every preset resolved into results/configs/, then the base scored on every configured benchmark and reported."""
     input:
         expand("results/configs/{preset}.yaml", preset=config["presets"]),
         "results/reports/benchmarks.html",

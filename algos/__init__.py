@@ -4,5 +4,3 @@ GEPO, RLOO and REINFORCE++ (see ``experiments/presets/``)."""
 from algos.kernels import pin_portable_kernels
 
 pin_portable_kernels()  # before anything imports torch: see algos.kernels
-
-import algos.core  # noqa: E402  registers every component, so a config can name any of them

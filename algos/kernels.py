@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 
 KERNELS_VARIABLE = "RL_KERNELS"
 KERNEL_CHOICES = ("portable", "native")
@@ -32,7 +33,12 @@ def requested_kernels() -> str:
     """``portable`` (default) or ``native``, from ``RL_KERNELS``; anything else fails naming the choices."""
     choice = os.environ.get(KERNELS_VARIABLE, "portable")
     if choice not in KERNEL_CHOICES:
-        raise SystemExit(f"error: {KERNELS_VARIABLE}={choice!r} is not one of: {', '.join(KERNEL_CHOICES)}")
+        print(
+            f"error: {KERNELS_VARIABLE}={choice!r} is not one of: {', '.join(KERNEL_CHOICES)} (set in the "
+            "environment or by the workflow config's 'kernels')",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     return choice
 
 

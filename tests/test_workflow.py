@@ -1,5 +1,6 @@
 """The Snakefile parses, validates its config, lints clean and plans every preset."""
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -94,7 +95,8 @@ def test_the_benchmarks_target_scores_the_configured_hub_model_then_reports(tmp_
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("--model Qwen/Qwen2.5-Math-1.5B --benchmark") == 2
     assert "--benchmark math500 --hub-id HuggingFaceH4/MATH-500 --out" in result.stdout
-    assert "--benchmark aime24  --out" in result.stdout  # aime24 still from the local directory
+    folder = os.environ["RL_BENCHMARKS_DIR"]
+    assert f"--benchmark aime24 --data-dir {folder} --out" in result.stdout  # aime24 still from the local folder
     assert "Reporting benchmark scores" in result.stdout and "algos.trainer.sft" not in result.stdout
 
 
@@ -122,7 +124,7 @@ def test_seeds_train_in_blocks_of_the_configured_size(tmp_path):
 def test_a_block_size_that_is_not_a_positive_integer_fails_naming_the_key(size, tmp_path):
     (tmp_path / "blocks.yaml").write_text(f"ablations:\n  block_size: {size}\n")
     result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "blocks.yaml"))
-    assert result.returncode != 0 and "['ablations']['block_size']" in result.stdout + result.stderr
+    assert result.returncode == 2 and "ablations.block_size:" in result.stderr
 
 
 def test_a_planned_campaign_runs_the_pilot_then_plans_its_seeds(tmp_path):
@@ -165,3 +167,28 @@ def test_a_designed_campaign_runs_the_seeds_its_basis_sizes_after_the_basis_seed
     (tmp_path / "both.yaml").write_text("ablations:\n  basis: true\n  plan: true\n")
     both = snakemake("ablations", "-n", "--configfile", str(tmp_path / "both.yaml"))
     assert both.returncode != 0 and "plan and basis both true; choose one seed design" in both.stdout + both.stderr
+
+
+def test_a_misspelt_key_stops_the_workflow_before_any_job_with_one_line():
+    result = snakemake("-n", "--config", "ablations={step_scal: 0.5}")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and len(errors) == 1, result.stderr[-2000:]
+    assert "ablations: unknown key 'step_scal' (did you mean 'step_scale'?)" in errors[0]
+    assert "Job stats" not in result.stdout
+
+
+@pytest.mark.parametrize("folder", [None, "empty"])
+def test_missing_benchmark_data_stops_the_workflow_before_any_job(folder, tmp_path):
+    environment = {key: value for key, value in os.environ.items() if key != "RL_BENCHMARKS_DIR"}
+    if folder:
+        environment["RL_BENCHMARKS_DIR"] = str(tmp_path)
+    result = subprocess.run(
+        ["snakemake", "-n", "benchmarks"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=environment
+    )
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and len(errors) == 1, result.stderr[-2000:]
+    assert (
+        "RL_BENCHMARKS_DIR" in errors[0]
+        and "aime24.jsonl, aime25.jsonl" in errors[0]
+        and "Job stats" not in result.stdout
+    )

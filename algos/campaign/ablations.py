@@ -59,7 +59,6 @@ import argparse
 import dataclasses
 import difflib
 import functools
-import math
 import re
 import sys
 from collections.abc import Mapping
@@ -70,6 +69,15 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from algos.campaign.study_design import (
+    QUANTITY,
+    Primary,
+    StudyDesign,
+    check_basis_file,
+    parse_design,
+    parse_effect,
+    resolve_primary,
+)
 from algos.config.presets import (
     PROJECT_ROOT,
     ConfigError,
@@ -79,22 +87,15 @@ from algos.config.presets import (
     load_config,
     parse_override,
     read_spec_file,
+    read_yaml,
+    unknown_key_error,
     yaml_names,
 )
 from algos.config.schema import RLConfig
-from algos.campaign.study_design import (
-    QUANTITY,
-    Primary,
-    StudyDesign,
-    check_basis_file,
-    parse_design,
-    parse_effect,
-    resolve_primary,
-    unknown_key_error,
-)
 from algos.trainer.metrics import METRICS
 
 ABLATIONS_DIR = PROJECT_ROOT / "experiments" / "ablations"
+WORKFLOW_CONFIG = PROJECT_ROOT / "experiments" / "config.yaml"
 KINDS = ("cumulative", "leave_one_out")
 ROW_ID = re.compile(r"^[a-z0-9_]+$")
 REQUIRED = ("title", "paper", "paper_metric", "kind", "preset", "rows")
@@ -224,6 +225,16 @@ class Budget:
     tuned: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     eval_points: int | None = None
 
+    def options(self, preset: str | None = None) -> list[str]:
+        """The budget as the options :func:`add_budget_arguments` declares; of the tuned values only ``preset``'s."""
+        options = ["--step-scale", str(self.step_scale)]
+        options += ["--eval-points", str(self.eval_points)] if self.eval_points else []
+        for text in self.overrides:
+            options += ["--set", text]
+        for text in self.tuned.get(preset, ()) if preset else ():
+            options += ["--tuned", f"{preset}:{text}"]
+        return options
+
     def tuned_settings(self, preset: str) -> dict[str, Any]:
         """The checked settings tuned for ``preset`` (empty if none)."""
         pairs = dict(parse_override(text) for text in self.tuned.get(preset, ()))
@@ -271,10 +282,7 @@ def available_specs(ablations_dir: Path = ABLATIONS_DIR) -> list[str]:
 
 def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
     """Parse, check and resolve one spec; every row's config is built once to prove it valid."""
-    path, body = read_spec_file(ablations_dir, name, "spec", REQUIRED)
-    for key in body:
-        if key not in TOP_LEVEL_FIELDS:
-            raise unknown_key_error(str(path), key, TOP_LEVEL_FIELDS)
+    path, body = read_spec_file(ablations_dir, name, "spec", REQUIRED, TOP_LEVEL_FIELDS)
     if body["kind"] not in KINDS:
         raise ConfigError(f"{path}: kind '{body['kind']}' is not one of: {', '.join(KINDS)}")
     if not isinstance(body["rows"], list) or not body["rows"]:
@@ -322,6 +330,11 @@ def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
 
 
 def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> list[Row]:
+    for number, entry in enumerate(body["rows"], 1):  # a misspelt field first: a misspelt 'id' is one too
+        for key in entry if isinstance(entry, dict) else ():
+            if key not in ROW_FIELDS:
+                row = f"'{entry['id']}'" if entry.get("id") else number
+                raise unknown_key_error(f"{path}: row {row}", key, ROW_FIELDS)
     cumulative = body["kind"] == "cumulative"
     reference = body.get("reference")
     ids = [entry.get("id") if isinstance(entry, dict) else None for entry in body["rows"]]
@@ -341,9 +354,6 @@ def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> l
             raise ConfigError(f"{path}: every row needs an 'id' of lowercase letters, digits and _ (got {row_id!r})")
         if ids.count(row_id) > 1:
             raise ConfigError(f"{path}: row id '{row_id}' is used twice")
-        for key in entry:
-            if key not in ROW_FIELDS:
-                raise unknown_key_error(f"{path}: row '{row_id}'", key, ROW_FIELDS)
         if cumulative and {"preset", "compare_to"} & set(entry):
             raise ConfigError(
                 f"{path}: row '{row_id}': a cumulative table keeps one preset and compares each row with the one before"
@@ -474,6 +484,9 @@ def parse_endpoints(entries: Any, where: str) -> tuple[Endpoint, ...]:
 
 def parse_plan(entry: Any, metric: str, where: str) -> SeedPlan:
     """A spec's ``plan``: {pilot_seeds: n ≥ 2, budget: "<number> s|min|h", smallest_effect: of the table's metric}."""
+    for key in entry if isinstance(entry, dict) else ():
+        if key not in PLAN_FIELDS:
+            raise unknown_key_error(where, key, PLAN_FIELDS)
     if not isinstance(entry, dict) or set(entry) != set(PLAN_FIELDS):
         missing = sorted(set(PLAN_FIELDS) - set(entry)) if isinstance(entry, dict) else list(PLAN_FIELDS)
         raise ConfigError(
@@ -503,8 +516,18 @@ def parse_duration(value: Any, where: str) -> float:
     return float(match[1]) * DURATION_UNITS[match[2]]
 
 
-def list_specs(ablations_dir: Path = ABLATIONS_DIR) -> int:
-    """Print every spec with its rows; a broken spec is named on stderr (exit 2) and the rest still listed."""
+def list_specs(ablations_dir: Path = ABLATIONS_DIR) -> None:
+    """Print every spec with its rows as written (checking them would load the components, and torch with them)."""
+    for name in available_specs(ablations_dir):
+        body = read_yaml(ablations_dir / f"{name}.yaml")
+        body = body if isinstance(body, dict) else {}
+        rows = ", ".join(str(row.get("id")) for row in body.get("rows") or [] if isinstance(row, dict))
+        print(f"{name} ({body.get('kind')}): {body.get('title')} -- rows: {rows}")
+
+
+def check_specs(ablations_dir: Path = ABLATIONS_DIR) -> int:
+    """Check every spec and print it with its rows; a broken spec is named on stderr (exit 2) and the rest still
+    checked."""
     broken = 0
     for name in available_specs(ablations_dir):
         try:
@@ -521,14 +544,33 @@ def row_config_text(spec: AblationSpec, row_id: str, budget: Budget) -> str:
     """The row's resolved config as YAML, as a campaign with ``budget`` runs it, under comment lines naming the
     row, the row it is compared with and its endpoints (scaled to the budget's step count)."""
     row = spec.row(row_id)
-    lines = [f"# {spec.name} / {row.id}: {row.label} (compared with {row.compare_to}); endpoints:"]
+    lines = [
+        f"# {spec.name} / {row.id}: {row.label} (compared with {row.compare_to})",
+        (
+            f"# budget: step scale {budget.step_scale:g}, evaluation points {budget.eval_points}, overrides "
+            f"{', '.join(budget.overrides) or 'none'}; endpoints:"
+        ),
+    ]
     lines += [f"#   {endpoint.scaled(budget.step_scale).describe()}" for endpoint in row.endpoints]
     return "\n".join(lines) + "\n" + yaml.safe_dump(config_to_dict(spec.config(row_id, budget)), sort_keys=False)
 
 
+def campaign_budget(ablations: Mapping[str, Any] | None = None) -> Budget:
+    """The budget a campaign runs its rows with: the workflow config's ``ablations`` section (by default the one in
+    experiments/config.yaml)."""
+    if ablations is None:
+        ablations = read_yaml(WORKFLOW_CONFIG)["ablations"]
+    return Budget(
+        tuple(ablations["overrides"]),
+        ablations["step_scale"],
+        {preset: tuple(values) for preset, values in (ablations.get("tuned") or {}).items()},
+        ablations.get("eval_points"),
+    )
+
+
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     """The command-line options of a campaign's :class:`Budget`."""
-    parser.add_argument("--step-scale", type=float, default=1.0, help="campaign budget: times every step count")
+    parser.add_argument("--step-scale", type=float, help="campaign budget: times every step count")
     parser.add_argument(
         "--eval-points",
         type=int,
@@ -540,28 +582,44 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def budget_from(args: argparse.Namespace) -> Budget:
-    """The :class:`Budget` of the options :func:`add_budget_arguments` declared."""
-    tuned: dict[str, tuple[str, ...]] = {}
+def budget_from(args: argparse.Namespace, base: Budget = Budget()) -> Budget:
+    """``base`` with the options :func:`add_budget_arguments` declared on top (an option given replaces its field,
+    overrides and tuned values add to the base's)."""
+    tuned = {preset: tuple(values) for preset, values in base.tuned.items()}
     for text in args.tuned:
         preset, _, setting = text.partition(":")
         tuned[preset] = (*tuned.get(preset, ()), setting)
-    return Budget(tuple(args.set), args.step_scale, tuned, args.eval_points)
+    return Budget(
+        (*base.overrides, *args.set),
+        base.step_scale if args.step_scale is None else args.step_scale,
+        tuned,
+        base.eval_points if args.eval_points is None else args.eval_points,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m algos.campaign.ablations", description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="list the specs and their rows")
+    parser.add_argument("--check", action="store_true", help="check every spec (each row's config built), then list")
     parser.add_argument("--spec", help="spec name (see --list)")
     parser.add_argument("--ablations-dir", type=Path, default=ABLATIONS_DIR, help="folder of spec files")
-    parser.add_argument("--row", help="print this row's resolved config")
+    parser.add_argument(
+        "--row", help="print this row's config as the campaign runs it (experiments/config.yaml's budget)"
+    )
+    parser.add_argument(
+        "--full-length",
+        action="store_true",
+        help="with --row: the row at its full length, without the campaign's budget",
+    )
     add_budget_arguments(parser)
     args = parser.parse_args(argv)
-    budget = budget_from(args)
     try:
+        if args.check:
+            return check_specs(args.ablations_dir)
         if args.list or not args.spec:
-            return list_specs(args.ablations_dir)
+            list_specs(args.ablations_dir)
         elif args.row:
+            budget = budget_from(args, Budget() if args.full_length else campaign_budget())
             print(row_config_text(read_spec(args.spec, args.ablations_dir), args.row, budget), end="")
         else:
             spec = read_spec(args.spec, args.ablations_dir)

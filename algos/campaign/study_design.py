@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from algos.config.presets import ConfigError
+from algos.config.presets import ConfigError, unknown_key_error
 from algos.trainer.metrics import metric_unit
 
 SECONDARY_RULES = ("gated", "separate")
@@ -70,13 +70,6 @@ class Primary:
             return f"{metric} at the last step, {word} within the margin"
         name = metric + " at the last step" if self.endpoint is None else endpoints[self.endpoint].describe()
         return f"{name}, {self.direction}"
-
-
-def unknown_key_error(where: str, key: Any, valid: tuple[str, ...] | list[str]) -> ConfigError:
-    """One message naming ``where``, the unknown key, the nearest valid name (if any) and every valid name."""
-    close = difflib.get_close_matches(str(key), list(valid), n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return ConfigError(f"{where}: unknown key '{key}'{hint}; valid: {', '.join(valid)}")
 
 
 def parse_effect(value: Any, metric: str, where: str) -> float:

@@ -46,18 +46,29 @@ from typing import Any
 import optuna
 from pydantic import ValidationError
 
-from algos.campaign.study_design import unknown_key_error
-from algos.config.presets import PROJECT_ROOT, ConfigError, checked_settings, load_config, read_spec_file, yaml_names
+from algos.config.presets import (
+    PROJECT_ROOT,
+    ConfigError,
+    checked_settings,
+    load_config,
+    read_spec_file,
+    read_yaml,
+    unknown_key_error,
+    yaml_names,
+)
 from algos.config.schema import RLConfig
-from algos.engine.models import ModelNotFoundError
-from algos.trainer import run_files
-from algos.trainer.tracking import tag_run
-from algos.trainer.train import StopTraining, train
 
 SWEEPS_DIR = PROJECT_ROOT / "experiments" / "sweeps"
-DISTRIBUTIONS = ("log_uniform", "uniform", "int_uniform", "categorical")
+DIMENSION_FIELDS = {
+    **{kind: ("distribution", "low", "high") for kind in ("log_uniform", "uniform", "int_uniform")},
+    "categorical": ("distribution", "choices"),
+}
+"""Each distribution of a searched key and the fields it takes."""
+DISTRIBUTIONS = tuple(DIMENSION_FIELDS)
+ALL_DIMENSION_FIELDS = ("distribution", "low", "high", "choices")
 DIRECTIONS = ("maximize", "minimize")
-SAMPLERS = ("tpe", "random")
+SAMPLER_KEYS = {"tpe": ("name", "seed", "startup_trials"), "random": ("name", "seed")}
+SAMPLERS = tuple(SAMPLER_KEYS)
 PRUNER_KEYS = {
     "median": ("name", "startup_trials", "warmup_steps"),
     "wilcoxon": ("name", "p_threshold", "startup_seeds"),
@@ -69,6 +80,8 @@ objective values, seed by seed, with the best trial's by a signed-rank test, and
 below ``p_threshold`` (after ``startup_seeds`` seeds)."""
 PRUNERS = tuple(PRUNER_KEYS)
 REQUIRED = ("title", "preset", "space", "trials")
+FIELDS = (*REQUIRED, "objective", "seeds", "sampler", "pruner", "budget")
+OBJECTIVE_FIELDS = ("metric", "direction")
 JOURNAL_FILE = "study.journal"
 OBJECTIVE = re.compile(r"^eval/(?P<split>[a-z0-9_]+)/accuracy_(?P<mode>greedy|t1)$")
 
@@ -168,22 +181,23 @@ def available_sweeps(sweeps_dir: Path = SWEEPS_DIR) -> list[str]:
 
 def read_sweep(name: str, sweeps_dir: Path = SWEEPS_DIR) -> SweepSpec:
     """Parse and check a sweep spec; every bound of the space is built into a config to prove it valid."""
-    path, body = read_spec_file(sweeps_dir, name, "sweep", REQUIRED)
-    unknown = set(body) - {*REQUIRED, "objective", "seeds", "sampler", "pruner", "budget"}
-    if unknown:
-        raise ConfigError(f"{path}: unknown fields {sorted(unknown)}")
+    path, body = read_spec_file(sweeps_dir, name, "sweep", REQUIRED, FIELDS)
     objective = body.get("objective") or {}
+    for key in objective if isinstance(objective, dict) else ():
+        if key not in OBJECTIVE_FIELDS:
+            raise unknown_key_error(f"{path}: objective", key, OBJECTIVE_FIELDS)
     metric = str(objective.get("metric", "eval/validation/accuracy_t1"))
     direction = str(objective.get("direction", "maximize"))
     if direction not in DIRECTIONS:
         raise ConfigError(f"{path}: objective direction '{direction}' is not one of: {', '.join(DIRECTIONS)}")
     sampler, pruner = dict(body.get("sampler") or {"name": "tpe"}), dict(body.get("pruner") or {"name": "median"})
-    for what, given, valid in (("sampler", sampler, SAMPLERS), ("pruner", pruner, PRUNERS)):
-        if given.get("name") not in valid:
-            raise ConfigError(f"{path}: {what} '{given.get('name')}' is not one of: {', '.join(valid)}")
-    for key in pruner:
-        if key not in PRUNER_KEYS[pruner["name"]]:
-            raise unknown_key_error(f"{path}: pruner {pruner['name']}", key, PRUNER_KEYS[pruner["name"]])
+    for what, given, keys in (("sampler", sampler, SAMPLER_KEYS), ("pruner", pruner, PRUNER_KEYS)):
+        valid = keys.get(given.get("name"), tuple(dict.fromkeys(key for named in keys.values() for key in named)))
+        for key in given:  # a misspelt key first: a misspelt 'name' is one too
+            if key not in valid:
+                raise unknown_key_error(f"{path}: {what} {given.get('name', '')}".rstrip(), key, valid)
+        if given.get("name") not in keys:
+            raise ConfigError(f"{path}: {what} '{given.get('name')}' is not one of: {', '.join(keys)}")
     if pruner["name"] == "wilcoxon" and body.get("seeds", 1) < 2:
         raise ConfigError(f"{path}: the wilcoxon pruner compares seeds; give the sweep 'seeds' of at least 2")
     for what, count in (("trials", body["trials"]), ("seeds", body.get("seeds", 1))):
@@ -216,7 +230,13 @@ def _dimensions(path: Path, space: Any) -> list[Dimension]:
     for key, entry in space.items():
         where = f"{path}: space key '{key}'"
         checked_settings({key: None}, f"{path} space")  # an unknown key fails here, with suggestions
-        if not isinstance(entry, dict) or entry.get("distribution") not in DISTRIBUTIONS:
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: give a mapping with 'distribution' (one of: {', '.join(DISTRIBUTIONS)})")
+        valid = DIMENSION_FIELDS.get(entry.get("distribution"), ALL_DIMENSION_FIELDS)
+        for field in entry:  # a misspelt field first: a misspelt 'distribution' is one too
+            if field not in valid:
+                raise unknown_key_error(where, field, valid)
+        if entry.get("distribution") not in DISTRIBUTIONS:
             raise ConfigError(f"{where}: 'distribution' must be one of: {', '.join(DISTRIBUTIONS)}")
         kind = entry["distribution"]
         if kind == "categorical":
@@ -267,6 +287,11 @@ def run_slot(
     """Run one trial of the study in workflow slot ``slot`` and return its record (also written to
     ``out/slots/slot<slot>.json``). Trial runs go to ``out/trials/trial<n>/seed<s>/``; ``extra``
     overrides (e.g. the model to start from) apply to every run."""
+    # Training loads torch and transformers: imported here, so that listing the sweeps and --help stay quick.
+    from algos.trainer import run_files
+    from algos.trainer.tracking import tag_run
+    from algos.trainer.train import StopTraining, train
+
     study = spec.study(storage, out, slot)
     slots = out / "slots"
     slots.mkdir(parents=True, exist_ok=True)
@@ -347,16 +372,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.list or not args.sweep:
             for name in available_sweeps():
-                spec = read_sweep(name)
-                keys = ", ".join(d.key for d in spec.space)
-                print(f"{name}: {spec.title} -- {spec.preset}, {spec.trials} trials over {keys}")
+                body = read_yaml(SWEEPS_DIR / f"{name}.yaml")  # as written: checking it would load the components
+                body = body if isinstance(body, dict) else {}
+                keys = ", ".join(map(str, body.get("space") or {}))
+                print(f"{name}: {body.get('title')} -- {body.get('preset')}, {body.get('trials')} trials over {keys}")
         elif args.slot is None or args.out is None:
             spec = read_sweep(args.sweep)
             print(f"{spec.name}: {spec.title}; space: {[d.key for d in spec.space]}")
         else:
             extra = (f"model.name_or_path={args.model}",) if args.model else ()
             print(json.dumps(run_slot(read_sweep(args.sweep), args.slot, args.out, args.storage, extra), indent=2))
-    except (ConfigError, ModelNotFoundError) as exc:
+    except (ConfigError, FileNotFoundError) as exc:  # a model that is not there included
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

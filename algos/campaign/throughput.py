@@ -29,22 +29,14 @@ from pathlib import Path
 
 import yaml
 
+from algos.campaign.ablations import WORKFLOW_CONFIG, campaign_budget
 from algos.campaign.seed_block import ROW_CONFIG_FILE, seed_overrides
-from algos.config.presets import PROJECT_ROOT
 from algos.trainer.run_files import replayable_metrics
 
-WORKFLOW_CONFIG = PROJECT_ROOT / "experiments" / "config.yaml"
 
-
-def budget_options(workflow_config: Path = WORKFLOW_CONFIG) -> list[str]:
+def campaign_options(workflow_config: Path = WORKFLOW_CONFIG) -> list[str]:
     """The campaign's budget (``ablations.step_scale``, ``eval_points``, ``overrides``) as command-line options."""
-    ablations = yaml.safe_load(workflow_config.read_text())["ablations"]
-    options = ["--step-scale", str(ablations["step_scale"])]
-    if ablations["eval_points"] is not None:
-        options += ["--eval-points", str(ablations["eval_points"])]
-    for text in ablations["overrides"]:
-        options += ["--set", text]
-    return options
+    return campaign_budget(yaml.safe_load(workflow_config.read_text())["ablations"]).options()
 
 
 def _run(command: Sequence[str], environment: dict[str, str], stdout: Path | None = None) -> None:
@@ -94,9 +86,9 @@ def per_block(job: RowSeeds) -> float:
 def measure(rows: Sequence[str], seeds: int, model: str, out: Path, budget: Sequence[str] | None = None) -> dict:
     """Both paths on every row, interleaved (the first path alternates from row to row).
 
-    budget: the campaign's budget options (default: the workflow config's, :func:`budget_options`).
+    budget: the campaign's budget options (default: the workflow config's, :func:`campaign_options`).
     """
-    budget = budget_options() if budget is None else budget
+    budget = campaign_options() if budget is None else budget
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": f"sqlite:///{out.resolve()}/mlflow.db"}
     paths = {"per run": per_run, "per block": per_block}
     record = {"rows": {}, "seeds": seeds}

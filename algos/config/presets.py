@@ -146,10 +146,23 @@ def named_yaml(directory: Path, name: str, what: str) -> Path:
     return path
 
 
-def read_spec_file(directory: Path, name: str, what: str, required: Sequence[str]) -> tuple[Path, dict[str, Any]]:
-    """The YAML file ``name`` in ``directory`` (a ``what``: spec, sweep) as a mapping with every ``required`` field."""
+def unknown_key_error(where: str, key: Any, valid: Sequence[str]) -> ConfigError:
+    """One message naming ``where``, the unknown key, the nearest valid name (if any) and every valid name."""
+    close = difflib.get_close_matches(str(key), list(valid), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return ConfigError(f"{where}: unknown key '{key}'{hint}; valid: {', '.join(valid)}")
+
+
+def read_spec_file(
+    directory: Path, name: str, what: str, required: Sequence[str], allowed: Sequence[str]
+) -> tuple[Path, dict[str, Any]]:
+    """The YAML file ``name`` in ``directory`` (a ``what``: spec, sweep) as a mapping of ``allowed`` fields with every
+    ``required`` one; an unknown field is named first (a misspelt required one is both)."""
     path = named_yaml(directory, name, what)
     body = read_yaml(path)
+    for key in body if isinstance(body, dict) else ():
+        if key not in allowed:
+            raise unknown_key_error(str(path), key, allowed)
     missing = [key for key in required if key not in body] if isinstance(body, dict) else list(required)
     if missing:
         raise ConfigError(f"{path}: a {what} needs {', '.join(required)}; missing: {', '.join(missing)}")
@@ -285,8 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
     try:
         if args.list:
-            for name in available_presets():
-                print(f"{name}: {read_preset(name).paper}")
+            for name in available_presets():  # each as written: checking it would load the components
+                print(f"{name}: {read_yaml(named_yaml(PRESETS_DIR, name, 'preset')).get('paper')}")
         elif args.explain:
             print(_explain())
         elif args.components:

@@ -2,9 +2,10 @@
 
 The config declares the families here and checks its keys against them; the modules of
 :mod:`algos.core` register the members, each with the decorator at its function. ``algos.core``
-imports every module in it, and ``import algos`` imports ``algos.core``, so a new member is one new
-module: the config accepts its name, and the code that composes the loss, the advantages or the
-reward finds it, with nothing else edited. What the rest of the code must know about a member (it
+imports every module in it, and a registry imports ``algos.core`` the first time its members are
+asked for, so a new member is one new module: the config accepts its name, and the code that composes
+the loss, the advantages or the reward finds it, with nothing else edited. (Not before: ``algos.core``
+imports torch, which commands that only list or explain need not wait for.) What the rest of the code must know about a member (it
 reads token ratios, it needs baselines, it is exact) is a fact declared with it, never a test of its
 name.
 
@@ -16,7 +17,10 @@ family's ``params`` key (e.g. ``policy_loss.objective_params``) and checked when
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import functools
+import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -42,6 +46,12 @@ class Member(Generic[Facts]):
             if values:
                 raise ValueError(f"{key}: '{self.name}' takes no parameters, got {', '.join(values)}")
             return None
+        known = [field.name for field in dataclasses.fields(self.params)]
+        for name in values:
+            if name not in known:
+                close = difflib.get_close_matches(str(name), known, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise ValueError(f"{key}: unknown parameter '{name}' of '{self.name}'{hint}; valid: {', '.join(known)}")
         try:
             return _adapter(self.params).validate_python(dict(values))
         except ValidationError as exc:
@@ -85,21 +95,26 @@ class Registry(Generic[Facts]):
 
     def __getitem__(self, name: str) -> Member[Facts]:
         try:
-            return self._members[name]
+            return self._registered()[name]
         except KeyError:
             raise ValueError(
                 f"'{self.key}' = {name!r} is not a valid {self.family}; valid choices: {', '.join(self.names())}"
             ) from None
 
     def __contains__(self, name: object) -> bool:
-        return name in self._members
+        return name in self._registered()
 
     def __iter__(self) -> Iterator[Member[Facts]]:
-        return iter(self._members.values())
+        return iter(self._registered().values())
 
     def names(self) -> tuple[str, ...]:
         """Every member's name, in registration order."""
-        return tuple(self._members)
+        return tuple(self._registered())
+
+    def _registered(self) -> dict[str, Member[Facts]]:
+        """The members, once :mod:`algos.core` (whose modules register them) is imported."""
+        importlib.import_module("algos.core")
+        return self._members
 
     def having(self, fact: Callable[[Facts], bool]) -> tuple[str, ...]:
         """Names of the members whose facts satisfy ``fact``."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -11,6 +11,9 @@ from algos.engine.distributed import Processes
 from algos.engine.models import ChatFormat
 from algos.engine.sampling import grade, sample_batches
 from eval.tasks.records import Problem, Verifier
+
+PROMPTS_PER_BATCH = 128
+"""Problems :func:`responses` generates together by default."""
 
 
 def responses(
@@ -25,14 +28,16 @@ def responses(
     chat: ChatFormat | None = None,
     generator: torch.Generator | None = None,
     processes: Processes | None = None,
-    prompts_per_batch: int = 128,
+    prompts_per_batch: int = PROMPTS_PER_BATCH,
+    on_step: Callable[[int], None] | None = None,
 ) -> tuple[list[str], list[int]]:
     """One response per problem, greedy or sampled at ``temperature`` and nucleus ``top_p``: its text and its
     number of generated tokens (the end token included).
 
     ``processes``: the processes of a multi-process run, which split every batch of problems and all
     get every text (the same texts as one process's). ``prompts_per_batch``: problems generated together,
-    which sets each batch's padding widths and its draws from ``generator``.
+    which sets each batch's padding widths and its draws from ``generator``. ``on_step``: told of the decode
+    steps, ``max_new_tokens`` a batch (see :func:`~algos.engine.generation.generate`).
     """
     processes = processes or Processes()
     texts: list[str] = []
@@ -49,6 +54,7 @@ def responses(
         top_p=top_p,
         generator=generator,
         processes=processes,
+        on_step=on_step,
     ):
         texts += processes.gather(part.texts)
         tokens += processes.gather(part.lengths.tolist())

@@ -145,6 +145,7 @@ def generate(
     generator: torch.Generator | None = None,
     shard: BatchShard | None = None,
     with_logprobs: bool = False,
+    on_step: Callable[[int], None] | None = None,
 ) -> Generation:
     """Sample (or greedily decode) up to ``max_new_tokens`` per prompt, stopping rows at their end token.
 
@@ -158,6 +159,8 @@ def generate(
     at least one row then stays in the batch, so every process runs a forward pass at every step.
     ``with_logprobs``: also return each token's log-probability under the logits it was drawn from,
     divided by ``temperature`` (the scoring pass's convention; the nucleus cut-off is not renormalised).
+    ``on_step(n)``: told of every decode step (n = 1), and at the end of the steps the batch no longer needed, so a
+    call reports ``max_new_tokens`` in all (a progress bar's ticks).
     """
     rows = prompt_ids.shape[0]
     device = prompt_ids.device
@@ -182,7 +185,11 @@ def generate(
         finished = finished | torch.isin(token, end_ids)
         ended_here = bool(finished.all())
         if (shard.all_ended(ended_here) if shard is not None else ended_here) or step == max_new_tokens - 1:
+            if on_step is not None:
+                on_step(max_new_tokens - step)
             break
+        if on_step is not None:
+            on_step(1)
         ended = finished[in_batch]  # (A,)
         if 4 * int(ended.sum()) >= len(in_batch):
             keep = (~ended).nonzero().squeeze(-1)

@@ -12,7 +12,7 @@ unscorable (:class:`Verdicts`), so that a reward can leave it out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +85,7 @@ def sample(
     generator: torch.Generator | None = None,
     processes: Processes | None = None,
     with_logprobs: bool = False,
+    on_step: Callable[[int], None] | None = None,
 ) -> Responses:
     """``group_size`` responses to each of ``problems`` in one generation batch: this process's share of the groups.
 
@@ -93,7 +94,7 @@ def sample(
     groups; every process draws the random numbers of the whole batch, so each row gets the tokens it
     would get in one process (:func:`~algos.engine.distributed.generate_share`). The model runs in eval
     mode and is left in the mode it was in. ``with_logprobs``: also keep the sampler's log-probability of
-    every response token.
+    every response token. ``on_step``: told of the decode steps (see :func:`~algos.engine.generation.generate`).
     """
     processes = processes or Processes()
     device = next(model.parameters()).device
@@ -118,6 +119,7 @@ def sample(
         greedy=greedy,
         generator=generator,
         with_logprobs=with_logprobs,
+        on_step=on_step,
     )
     model.train(was_training)
     return Responses(

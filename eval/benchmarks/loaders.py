@@ -131,6 +131,8 @@ reads them (aime_2024: train, with id/problem/solution/answer; aime25: test, id/
 amc23: test, id/question/answer with integral floats; MATH-500: test, with unique_id; gsm8k "main":
 test, question/answer with the final answer after ``####``).
 """
+BENCHMARK_FILES = tuple(spec.file for spec in BENCHMARKS.values() if spec.file)
+"""The file each file-based benchmark is read from, in the benchmark folder."""
 
 
 def benchmark_spec(name: str) -> BenchmarkSpec:
@@ -167,7 +169,10 @@ def load_benchmark(
 
 def _benchmark_file(spec: BenchmarkSpec, data_dir: str | os.PathLike[str] | None) -> Path:
     """Path of ``spec``'s file, checked to exist, with errors that say how to point at the right folder."""
-    how_to_fix = f"pass data_dir or set {BENCHMARKS_DIR_ENV} to the folder holding the benchmark JSONL files"
+    how_to_fix = (
+        f"pass the folder (--data-dir on the command line, data_dir in code) or set {BENCHMARKS_DIR_ENV} to the folder "
+        f"holding {spec.file} (the benchmark files: {', '.join(BENCHMARK_FILES)})"
+    )
     if data_dir is None:
         from_env = os.environ.get(BENCHMARKS_DIR_ENV)
         if not from_env:

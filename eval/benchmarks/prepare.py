@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.benchmarks.prepare", description=__doc__.split("\n\n")[0])
     parser.add_argument("--benchmark", required=True, help=f"one of: {', '.join(SUITES)}")
     parser.add_argument("--out", required=True, type=Path, help="JSONL file of problem records to write")
+    parser.add_argument(
+        "--data-dir", type=Path, help="folder of the benchmark JSONL files (default: $RL_BENCHMARKS_DIR)"
+    )
     parser.add_argument("--hub-id", help="load from this `datasets` hub id instead of the local directory")
     parser.add_argument("--split", help="hub split (default: the registered one, else test)")
     args = parser.parse_args(argv)
@@ -37,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         problems = (
-            hub_problems(args.benchmark, args.hub_id, args.split) if args.hub_id else SUITES[args.benchmark].load(None)
+            hub_problems(args.benchmark, args.hub_id, args.split)
+            if args.hub_id
+            else SUITES[args.benchmark].load(None, args.data_dir)
         )
     except (ValueError, FileNotFoundError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)

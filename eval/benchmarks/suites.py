@@ -9,6 +9,8 @@ built-in task and one suite per entry of ``BENCHMARKS``, so a benchmark is decla
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,14 +33,14 @@ Records = list[dict[str, Any]]
 class Suite:
     """A benchmark's loader and judge.
 
-    load(limit) -> problems. judge(problems, responses) -> (extracted answer or None, correct) per response.
+    load(limit, data_dir) -> problems (data_dir: the benchmark folder, None: ``$RL_BENCHMARKS_DIR``). judge(problems, responses) -> (extracted answer or None, correct) per response.
     extractor, grader: names written into the protocol. protocol_defaults: Protocol fields.
     votes: whether maj@k applies (the responses commit to comparable answers).
     sandbox: for code benchmarks, how the machine isolates the code it runs (read when scoring,
     written into the protocol).
     """
 
-    load: Callable[[int | None], list[Problem]]
+    load: Callable[[int | None, str | os.PathLike[str] | None], list[Problem]]
     judge: Callable[[Sequence[Problem], Sequence[str]], list[tuple[str | None, bool]]]
     extractor: str
     grader: str
@@ -116,7 +118,7 @@ def _math_suite(name: str, spec: BenchmarkSpec) -> Suite:
     """A benchmark of stated answers: the boxed-answer prompt, the final answer graded by the spec's grader kind."""
     grade = benchmark_verifier(name)
     return Suite(
-        load=lambda limit: load_benchmark(name, limit=limit),
+        load=lambda limit, data_dir=None: load_benchmark(name, data_dir, limit),
         judge=answer_judge(grade, extract_final_answer),
         extractor="eval.benchmarks.graders.extract_final_answer (last statement of an answer, else last number)",
         grader=f"eval.benchmarks.graders.{grade.__name__}",
@@ -146,7 +148,7 @@ def _code_suite(name: str, spec: BenchmarkSpec) -> Suite:
         return {"isolation": isolation.kind, "description": isolation.description}
 
     return Suite(
-        load=lambda limit: load_benchmark(name, limit=limit),
+        load=lambda limit, data_dir=None: load_benchmark(name, data_dir, limit),
         judge=judge,
         extractor="none: the response continues the prompt's code",
         grader="eval.benchmarks.humaneval.grade_many (tests run in the grader, the completion in eval.sandbox.host)",
@@ -167,7 +169,7 @@ def _chain_suite() -> Suite:
     from eval.tasks.synthetic import ChainTask, extract_answer, grade
 
     return Suite(
-        load=lambda limit: ChainTask().problems("test", limit or 256, seed=0),
+        load=lambda limit, data_dir=None: ChainTask().problems("test", limit or 256, seed=0),
         judge=answer_judge(grade, extract_answer),
         extractor="eval.tasks.synthetic.extract_answer (integer after a trailing 'answer')",
         grader="eval.tasks.synthetic.grade",

@@ -18,15 +18,22 @@ from importlib import metadata
 import torch
 
 from algos.config.schema import ModelConfig
-from algos.engine.accuracy import responses
+from algos.engine.accuracy import PROMPTS_PER_BATCH, responses
 from algos.engine.models import ChatFormat, chat_format, encode_prompts, load_policy, load_tokenizer
 from eval.tasks.records import Problem
 
 BACKENDS = ("auto", "hf", "vllm")
 
-Generate = Callable[[Sequence[Problem], bool, "int | None"], tuple[list[str], list[int]]]
-"""(problems, greedy, seed) -> per problem, one response's text and its number of generated tokens; seed is None
-for greedy decoding."""
+Progress = Callable[[int], None]
+"""Told of generation's progress in decode steps: :func:`generation_steps` of them for a generate call in all."""
+Generate = Callable[[Sequence[Problem], bool, "int | None", Progress], tuple[list[str], list[int]]]
+"""(problems, greedy, seed, progress) -> per problem, one response's text and its number of generated tokens; seed
+is None for greedy decoding."""
+
+
+def generation_steps(problems: int, max_new_tokens: int) -> int:
+    """The decode steps a generate call over ``problems`` problems reports: ``max_new_tokens`` per batch."""
+    return -(-problems // PROMPTS_PER_BATCH) * max_new_tokens
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,9 @@ def load_engine(
     )
     policy = load_policy(model_cfg).to(target)
 
-    def generate(problems: Sequence[Problem], greedy: bool, seed: int | None) -> tuple[list[str], list[int]]:
+    def generate(
+        problems: Sequence[Problem], greedy: bool, seed: int | None, progress: Progress
+    ) -> tuple[list[str], list[int]]:
         return responses(
             policy,
             tokenizer,
@@ -93,6 +102,7 @@ def load_engine(
             top_p=top_p,
             chat=chat,
             generator=None if seed is None else torch.Generator().manual_seed(seed),
+            on_step=progress,
         )
 
     return Engine("hf", metadata.version("transformers"), str(target), chat, generate)
@@ -105,7 +115,9 @@ def _vllm_engine(
 
     llm = vllm.LLM(model=model, tokenizer=model)
 
-    def generate(problems: Sequence[Problem], greedy: bool, seed: int | None) -> tuple[list[str], list[int]]:
+    def generate(
+        problems: Sequence[Problem], greedy: bool, seed: int | None, progress: Progress
+    ) -> tuple[list[str], list[int]]:
         ids, mask = encode_prompts(tokenizer, [p.prompt for p in problems], chat)  # (N, T_prompt), left-padded
         prompts = [{"prompt_token_ids": row[keep.bool()].tolist()} for row, keep in zip(ids, mask, strict=True)]
         # One seed per request (seed + index), so each sample is reproducible whatever vLLM batches together.
@@ -121,6 +133,7 @@ def _vllm_engine(
             for index in range(len(prompts))
         ]
         outputs = llm.generate(prompts, params, use_tqdm=False)
+        progress(generation_steps(len(problems), max_new_tokens))
         return [output.outputs[0].text for output in outputs], [len(output.outputs[0].token_ids) for output in outputs]
 
     return Engine("vllm", vllm.__version__, "cuda", chat, generate)

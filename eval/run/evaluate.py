@@ -10,7 +10,7 @@ appear together or not at all.
 Command line::
 
     python -m eval.run.evaluate --model results/base_model --benchmark aime24 --out DIR [--limit 8] [--samples 4]
-        [--backend auto|hf|vllm]
+        [--data-dir FOLDER] [--backend auto|hf|vllm]
 """
 
 from __future__ import annotations
@@ -27,9 +27,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+from tqdm import tqdm
+
 from algos.engine.provenance import git_commit
+from eval.benchmarks.loaders import BENCHMARK_FILES, BENCHMARKS_DIR_ENV
 from eval.benchmarks.suites import SUITES
-from eval.run.engines import BACKENDS, Generate, load_engine
+from eval.run.engines import BACKENDS, Generate, Progress, generation_steps, load_engine
 from eval.tasks.records import Problem, read_problems
 
 PROTOCOL_FILE = "protocol.json"
@@ -91,15 +94,23 @@ Response = tuple[str, int]
 
 
 def sample_grid(
-    generate: Generate, problems: Sequence[Problem], samples: int, seed: int
+    generate: Generate, problems: Sequence[Problem], samples: int, seed: int, progress: Progress = lambda steps: None
 ) -> tuple[list[Response], list[list[Response]]]:
-    """Greedy responses (one per problem) and ``samples`` sampled responses per problem, problem-major."""
-    greedy = list(zip(*generate(problems, True, None), strict=True))
+    """Greedy responses (one per problem) and ``samples`` sampled responses per problem, problem-major; ``progress``
+    is told of the decode steps (:func:`grid_steps` in all)."""
+    greedy = list(zip(*generate(problems, True, None, progress), strict=True))
     if samples == 0:
         return greedy, [[] for _ in problems]
     repeated = [problem for problem in problems for _ in range(samples)]
-    sampled = list(zip(*generate(repeated, False, seed), strict=True))
+    sampled = list(zip(*generate(repeated, False, seed, progress), strict=True))
     return greedy, [sampled[i * samples : (i + 1) * samples] for i in range(len(problems))]
+
+
+def grid_steps(problems: int, samples: int, max_new_tokens: int) -> int:
+    """The decode steps :func:`sample_grid` reports: its greedy batches' and its sampled batches'."""
+    return generation_steps(problems, max_new_tokens) + (
+        generation_steps(problems * samples, max_new_tokens) if samples else 0
+    )
 
 
 def response_lengths(greedy: Sequence[Response], sampled: Sequence[Sequence[Response]], max_new_tokens: int) -> dict:
@@ -130,15 +141,18 @@ def evaluate(
     device: str = "auto",
     problems_file: Path | None = None,
     backend: str = "hf",
+    data_dir: Path | None = None,
 ) -> dict[str, float]:
     """Score ``model`` (local directory or hub id) under ``protocol``; write records, metrics and protocol to ``out``.
 
-    problems_file: the benchmark's problems materialised by :mod:`eval.benchmarks.prepare`; None loads them from their source.
+    problems_file: the benchmark's problems materialised by :mod:`eval.benchmarks.prepare`; None loads them from their
+    source, the benchmark folder ``data_dir`` (None: ``$RL_BENCHMARKS_DIR``) for the file-based benchmarks.
     backend: inference engine, one of :data:`eval.run.engines.BACKENDS` (``device`` applies to hf).
+    Generation's progress, with an estimate of the time left, goes to stderr.
     """
     suite = SUITES[protocol.benchmark]
     started = time.perf_counter()
-    problems = read_problems(problems_file)[: protocol.limit] if problems_file else suite.load(protocol.limit)
+    problems = read_problems(problems_file)[: protocol.limit] if problems_file else suite.load(protocol.limit, data_dir)
     engine = load_engine(
         model,
         backend,
@@ -151,7 +165,10 @@ def evaluate(
     )
     prompted = [render(protocol.prompt_template, problem) for problem in problems]
     generation_started = time.perf_counter()
-    greedy, sampled = sample_grid(engine.generate, prompted, protocol.samples, protocol.seed)
+    total = grid_steps(len(prompted), protocol.samples, protocol.max_new_tokens)
+    description = f"{protocol.benchmark}: {len(prompted)} problems x {1 + protocol.samples} responses, decode steps"
+    with tqdm(total=total, desc=description, unit="step", file=sys.stderr, dynamic_ncols=True) as bar:
+        greedy, sampled = sample_grid(engine.generate, prompted, protocol.samples, protocol.seed, bar.update)
     generation_seconds = time.perf_counter() - generation_started
     records = suite.score(problems, [text for text, _ in greedy], [[text for text, _ in group] for group in sampled])
     for record, (_, tokens), group in zip(records, greedy, sampled, strict=True):
@@ -213,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True, help="local model directory or hub id")
     parser.add_argument("--benchmark", required=True, help=f"one of: {', '.join(SUITES)}")
     parser.add_argument("--out", required=True, type=Path, help="directory for records, metrics and protocol")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help=f"folder of the benchmark JSONL files ({', '.join(BENCHMARK_FILES)}; default: ${BENCHMARKS_DIR_ENV})",
+    )
     parser.add_argument("--problems", type=Path, help="problems materialised by `python -m eval.benchmarks.prepare`")
     parser.add_argument("--limit", type=int, help="score only the first N problems")
     parser.add_argument("--samples", type=int, help="sampled responses per problem (k); 0 = greedy only")
@@ -241,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         protocol = default_protocol(args.benchmark, **overrides)
-        metrics = evaluate(args.model, protocol, args.out, args.device, args.problems, args.backend)
+        metrics = evaluate(args.model, protocol, args.out, args.device, args.problems, args.backend, args.data_dir)
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

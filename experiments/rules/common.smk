@@ -1,24 +1,28 @@
 # Helpers shared by the rule files.
 import functools
+import os
 import re
 import shlex
+import sys
 from pathlib import Path
 
-from algos.campaign.ablations import ABLATIONS_DIR, Budget, available_specs, read_spec
+from algos.campaign.ablations import (
+    ABLATIONS_DIR,
+    Budget,
+    available_specs,
+    campaign_budget,
+    read_spec,
+)
 from algos.config.presets import config_hash
 from algos.campaign.sweeps import read_sweep
 from reports.analysis.runs import seed_list
 from reports.design import design_plan, read_basis
 from reports.seed_plan import read_plan
+from eval.benchmarks.loaders import BENCHMARK_FILES, BENCHMARKS, BENCHMARKS_DIR_ENV
 
 spec_named = functools.cache(read_spec)  # every job's params read the same specs: parse each once
 BASE_INPUT = [] if config["model"] else "results/base_model"  # a hub model needs no base built
-BUDGET = Budget(
-    tuple(config["ablations"]["overrides"]),
-    config["ablations"]["step_scale"],
-    {preset: tuple(values) for preset, values in config["ablations"]["tuned"].items()},
-    config["ablations"]["eval_points"],
-)
+BUDGET = campaign_budget(config["ablations"])
 
 
 def budget_options(wildcards):
@@ -28,14 +32,7 @@ def budget_options(wildcards):
     params, and so its runs, as they are.
     """
     preset = spec_named(wildcards.spec).row(wildcards.row).preset
-    return " ".join(
-        [
-            f"--step-scale {BUDGET.step_scale}",
-            *([f"--eval-points {BUDGET.eval_points}"] if BUDGET.eval_points else []),
-            *(f"--set {shlex.quote(text)}" for text in BUDGET.overrides),
-            *(f"--tuned {shlex.quote(f'{preset}:{text}')}" for text in BUDGET.tuned.get(preset, ())),
-        ]
-    )
+    return shlex.join(BUDGET.options(preset))
 
 
 CONTROL_OPTIONS = " ".join(
@@ -86,6 +83,26 @@ ABLATION_BENCHMARK_OPTIONS = (
     if config["ablations"]["benchmarks"]
     else ""
 )
+
+
+def benchmark_source(wildcards):
+    """The benchmark's file in the benchmark folder (evaluation.source_dir, else $RL_BENCHMARKS_DIR), the input of its
+    materialisation; where it is not there the workflow stops before any job starts, saying where to put it."""
+    name = wildcards.benchmark
+    spec = BENCHMARKS.get(name)
+    if spec is None or spec.file is None or name in config["evaluation"]["hub_ids"]:
+        return []  # the built-in task, HumanEval (its own package) or a hub copy
+    folder = config["evaluation"]["source_dir"] or os.environ.get(BENCHMARKS_DIR_ENV)
+    if folder and Path(folder, spec.file).is_file():
+        return str(Path(folder, spec.file))
+    where = f"the benchmark folder {folder} has no {spec.file}" if folder else f"{BENCHMARKS_DIR_ENV} is not set"
+    print(
+        f"error: the {name} benchmark is read from {spec.file}, but {where}: set {BENCHMARKS_DIR_ENV} (or the "
+        f"workflow config's evaluation.source_dir) to the folder holding {', '.join(BENCHMARK_FILES)}, or name a hub "
+        "copy in evaluation.hub_ids",
+        file=sys.stderr,
+    )
+    raise SystemExit(2)  # during the DAG's construction: before any job starts
 
 
 def model_input(wildcards):

@@ -4,6 +4,8 @@ wildcard_constraints:
 
 rule benchmark_data:
     """Materialise a benchmark's problems (normalised records) so every score reads the same local copy."""
+    input:
+        benchmark_source,
     output:
         "results/benchmarks/{benchmark}.jsonl",
     log:
@@ -11,20 +13,15 @@ rule benchmark_data:
     conda:
         "../envs/harness.yml"
     params:
-        source=(
-            f"RL_BENCHMARKS_DIR={config['evaluation']['source_dir']} "
-            if config["evaluation"]["source_dir"]
-            else ""
-        ),
-        hub=lambda wildcards: (
+        origin=lambda wildcards, input: (
             f"--hub-id {config['evaluation']['hub_ids'][wildcards.benchmark]}"
             if wildcards.benchmark in config["evaluation"]["hub_ids"]
-            else ""
+            else f"--data-dir {shlex.quote(str(Path(input[0]).parent))}" if input else ""
         ),
     message:
         "Materialising the {wildcards.benchmark} benchmark"
     shell:
-        "{params.source}python -m eval.benchmarks.prepare --benchmark {wildcards.benchmark} {params.hub} --out {output} > {log} 2>&1"
+        "python -m eval.benchmarks.prepare --benchmark {wildcards.benchmark} {params.origin} --out {output} > {log} 2>&1"
 
 
 rule evaluate:

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from algos.campaign.ablations import ABLATIONS_DIR, Budget, available_specs, main, read_spec, scale_steps
-from algos.config.presets import ConfigError, diff_from_base, load_config
+from algos.config.presets import PROJECT_ROOT, ConfigError, diff_from_base, load_config
 
 
 def test_shipped_specs_read_with_the_papers_rows_and_numbers():
@@ -210,12 +210,24 @@ def test_the_row_command_shows_the_endpoints_with_the_resolved_config(capsys):
     assert body["policy_loss"]["clip_eps_high"] == 0.28 and body["run"]["steps"] == 30
 
 
-def test_list_names_a_broken_spec_and_still_lists_the_rest(tmp_path, capsys):
+def test_the_row_command_prints_the_row_as_the_campaign_runs_it_unless_asked_for_full_length(capsys):
+    campaign = yaml.safe_load((PROJECT_ROOT / "experiments" / "config.yaml").read_text())["ablations"]
+    assert main(["--spec", "dapo_table1", "--row", "clip_higher"]) == 0
+    body = yaml.safe_load(capsys.readouterr().out)
+    assert body["run"]["steps"] == round(60 * campaign["step_scale"])
+    assert body["run"]["eval_every"] == round(body["run"]["steps"] / (campaign["eval_points"] - 1))
+    assert body["run"]["final_eval_problems"] == 1024 and body["run"]["eval_splits"] == ["test"]
+    assert main(["--spec", "dapo_table1", "--row", "clip_higher", "--full-length"]) == 0
+    body = yaml.safe_load(capsys.readouterr().out)
+    assert body["run"]["steps"] == 60 and body["run"]["eval_every"] == 20
+
+
+def test_check_names_a_broken_spec_and_still_checks_the_rest(tmp_path, capsys):
     shutil.copytree(ABLATIONS_DIR / "design_basis", tmp_path / "design_basis")
     for name in ("dapo_table1", "dr_grpo_bias"):
         shutil.copy(ABLATIONS_DIR / f"{name}.yaml", tmp_path)
     (tmp_path / "broken.yaml").write_text("title: no rows here\n")
-    assert main(["--list", "--ablations-dir", str(tmp_path)]) == 2
+    assert main(["--check", "--ablations-dir", str(tmp_path)]) == 2
     out, err = capsys.readouterr()
     assert out.startswith("dapo_table1 (cumulative)") and "dr_grpo_bias (leave_one_out)" in out
     assert err.count("\n") == 1 and "broken.yaml" in err

@@ -29,14 +29,6 @@ def float32():
     torch.set_default_dtype(torch.float32)
 
 
-def budget_options(budget: Budget) -> list[str]:
-    return [
-        "--step-scale",
-        str(budget.step_scale),
-        *(option for text in budget.overrides for option in ("--set", text)),
-    ]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "spec, row, overrides",
@@ -51,7 +43,7 @@ def test_every_seed_of_a_block_equals_its_run_trained_alone(spec, row, overrides
     budget = Budget((*overrides, "tracking.backend=none"), STEP_SCALE)
     block = [sys.executable, "-m", "algos.campaign.seed_block", "--spec", spec, "--row", row, "--seeds", "0", "1"]
     done = subprocess.run(
-        [*block, "--runs", str(tmp_path / "block"), "--model", str(tiny_base), *budget_options(budget)],
+        [*block, "--runs", str(tmp_path / "block"), "--model", str(tiny_base), *budget.options()],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -98,7 +90,7 @@ def _kill_when(command: list[str], ready, timeout: float = 300) -> None:
 def test_a_block_killed_at_any_point_and_restarted_ends_as_if_never_stopped(tiny_base, tmp_path):
     budget = Budget((*SMALL, *FEW_PROMPTS, "run.checkpoint_every=2", "tracking.backend=none"), 0.067)  # 4 steps
     block = [sys.executable, "-m", "algos.campaign.seed_block", "--spec", "dr_grpo_bias", "--row", "grpo"]
-    block += ["--seeds", "0", "1", "--model", str(tiny_base), *budget_options(budget)]
+    block += ["--seeds", "0", "1", "--model", str(tiny_base), *budget.options()]
 
     def steps_logged(seed: int) -> int:
         metrics = tmp_path / "killed" / "dr_grpo_bias" / "grpo" / f"seed{seed}" / run_files.METRICS_FILE
@@ -162,8 +154,8 @@ def test_the_throughput_bench_times_both_paths_and_finds_the_same_runs(tiny_base
 
 
 def test_the_bench_reads_the_campaigns_budget(tmp_path):
-    from algos.campaign.throughput import budget_options
+    from algos.campaign.throughput import campaign_options
 
     config = tmp_path / "config.yaml"
     config.write_text("ablations: {step_scale: 0.5, eval_points: null, overrides: [run.eval_problems=64]}\n")
-    assert budget_options(config) == ["--step-scale", "0.5", "--set", "run.eval_problems=64"]
+    assert campaign_options(config) == ["--step-scale", "0.5", "--set", "run.eval_problems=64"]

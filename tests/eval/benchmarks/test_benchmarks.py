@@ -123,7 +123,7 @@ def test_unknown_name_lists_the_valid_ones():
 
 def test_no_folder_given_names_the_environment_variable(monkeypatch):
     monkeypatch.delenv(BENCHMARKS_DIR_ENV, raising=False)
-    with pytest.raises(FileNotFoundError, match=f"data_dir or set {BENCHMARKS_DIR_ENV}"):
+    with pytest.raises(FileNotFoundError, match=rf"data_dir in code\) or set {BENCHMARKS_DIR_ENV}"):
         load_benchmark("aime24")
 
 

@@ -79,8 +79,10 @@ def test_vllm_engine_gets_the_hf_prompt_ids_and_the_protocol_decoding(fake_vllm,
         Problem(id="b", prompt="4 * 5 = ? - 1 = ?", answer="19"),
     ]
 
-    greedy = engine.generate(problems, True, None)
-    sampled = engine.generate(problems, False, 7)
+    steps = []
+    greedy = engine.generate(problems, True, None, steps.append)
+    sampled = engine.generate(problems, False, 7, steps.append)
+    assert steps == [12, 12]  # one batch each: its max_new_tokens decode steps
 
     tokenizer = load_tokenizer(ModelConfig(name_or_path=str(tiny_base)))
     ids, mask = encode_prompts(tokenizer, [p.prompt for p in problems], chat=None)

@@ -11,12 +11,14 @@ from eval.run.evaluate import (
     Protocol,
     default_protocol,
     evaluate,
+    grid_steps,
     main,
     render,
     response_lengths,
     sample_grid,
     throughput,
 )
+from eval.run.engines import generation_steps
 from eval.tasks.records import Problem, read_problems, write_problems
 from eval.tasks.synthetic import extract_answer, grade
 
@@ -30,12 +32,15 @@ def test_sample_grid_groups_samples_by_problem():
     problems = [Problem(id=str(i), prompt=f"p{i}", answer="") for i in range(3)]
     calls = []
 
-    def fake_generate(batch, greedy, generator):
+    def fake_generate(batch, greedy, generator, progress):
         calls.append((greedy, generator is not None))
+        progress(generation_steps(len(batch), 5))
         texts = [f"{p.prompt}-{'g' if greedy else i}" for i, p in enumerate(batch)]
         return texts, [len(text) for text in texts]
 
-    greedy, sampled = sample_grid(fake_generate, problems, samples=2, seed=0)
+    steps = []
+    greedy, sampled = sample_grid(fake_generate, problems, samples=2, seed=0, progress=steps.append)
+    assert sum(steps) == grid_steps(3, 2, 5) == 10  # one batch of 3 greedy, one of 6 sampled, 5 steps each
     assert greedy == [("p0-g", 4), ("p1-g", 4), ("p2-g", 4)]
     assert sampled == [[("p0-0", 4), ("p0-1", 4)], [("p1-2", 4), ("p1-3", 4)], [("p2-4", 4), ("p2-5", 4)]]
     assert calls == [(True, False), (False, True)]
@@ -105,9 +110,11 @@ def test_problem_files_round_trip_and_name_the_bad_line(tmp_path):
         read_problems(tmp_path / "bad.jsonl")
 
 
-def test_scoring_the_base_writes_records_metrics_and_protocol(tiny_base, tmp_path):
+def test_scoring_the_base_writes_records_metrics_and_protocol(tiny_base, tmp_path, capsys):
     protocol = default_protocol("chain", limit=4, samples=2, max_new_tokens=8)
     metrics = evaluate(str(tiny_base), protocol, tmp_path / "chain", device="cpu")
+    progress = capsys.readouterr().err  # one batch greedy, one sampled: 8 decode steps each, all told
+    assert "chain: 4 problems x 3 responses, decode steps" in progress and "16/16" in progress
     records = [json.loads(line) for line in (tmp_path / "chain" / RECORDS_FILE).read_text().splitlines()]
     assert len(records) == 4 and all(len(r["samples"]) == 2 for r in records)
     assert json.loads((tmp_path / "chain" / METRICS_FILE).read_text()) == metrics
@@ -125,3 +132,15 @@ def test_command_line_fails_cleanly_and_writes_nothing(tmp_path, capsys):
     assert "valid benchmarks" in capsys.readouterr().err and not (tmp_path / "x").exists()
     assert main(["--model", str(tmp_path / "missing"), "--benchmark", "chain", "--out", str(tmp_path / "y")]) == 2
     assert "no model" in capsys.readouterr().err and not (tmp_path / "y" / METRICS_FILE).exists()
+
+
+def test_the_benchmark_folder_is_given_on_the_command_line_or_named_when_missing(tiny_base, tmp_path, capsys):
+    command = ["--model", str(tiny_base), "--benchmark", "math500", "--limit", "1", "--max-new-tokens", "2"]
+    assert main([*command, "--out", str(tmp_path / "a"), "--data-dir", str(tmp_path / "nowhere")]) == 2
+    error = capsys.readouterr().err
+    assert "--data-dir" in error and "math500.jsonl" in error and "RL_BENCHMARKS_DIR" in error
+    data = tmp_path / "benchmarks"
+    data.mkdir()
+    (data / "math500.jsonl").write_text(json.dumps({"id": "m1", "problem": "1 + 1?", "answer": "2"}) + "\n")
+    assert main([*command, "--out", str(tmp_path / "b"), "--data-dir", str(data)]) == 0
+    assert json.loads((tmp_path / "b" / PROTOCOL_FILE).read_text())["problems"] == 1
