@@ -582,19 +582,19 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def budget_from(args: argparse.Namespace, base: Budget = Budget()) -> Budget:
-    """``base`` with the options :func:`add_budget_arguments` declared on top (an option given replaces its field,
-    overrides and tuned values add to the base's)."""
-    tuned = {preset: tuple(values) for preset, values in base.tuned.items()}
+def budget_from(args: argparse.Namespace) -> Budget:
+    """The :class:`Budget` of the options :func:`add_budget_arguments` declared (none given: the full-length rows)."""
+    tuned: dict[str, tuple[str, ...]] = {}
     for text in args.tuned:
         preset, _, setting = text.partition(":")
         tuned[preset] = (*tuned.get(preset, ()), setting)
-    return Budget(
-        (*base.overrides, *args.set),
-        base.step_scale if args.step_scale is None else args.step_scale,
-        tuned,
-        base.eval_points if args.eval_points is None else args.eval_points,
-    )
+    step_scale = 1.0 if args.step_scale is None else args.step_scale
+    return Budget(tuple(args.set), step_scale, tuned, args.eval_points)
+
+
+def budget_options_given(args: argparse.Namespace) -> bool:
+    """Whether any option of :func:`add_budget_arguments` was given."""
+    return args.step_scale is not None or args.eval_points is not None or bool(args.set or args.tuned)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -619,7 +619,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.list or not args.spec:
             list_specs(args.ablations_dir)
         elif args.row:
-            budget = budget_from(args, Budget() if args.full_length else campaign_budget())
+            given = args.full_length or budget_options_given(args)
+            budget = budget_from(args) if given else campaign_budget()
             print(row_config_text(read_spec(args.spec, args.ablations_dir), args.row, budget), end="")
         else:
             spec = read_spec(args.spec, args.ablations_dir)
