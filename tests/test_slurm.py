@@ -1,0 +1,123 @@
+"""The SLURM profile against a real SLURM: a one-node cluster on this machine (experiments/cluster/one_node_slurm.sh),
+a tiny campaign submitted through experiments/profiles/slurm as SLURM jobs, the same runs as under the local
+profile, and a job cancelled with scancel finished by rerunning the same command. Needs root (the daemons) and Debian's slurm-wlm (the script installs it); REQUIRE_SLURM=1 turns a skip into
+a failure."""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from algos.trainer.run_files import replayable_metrics
+from tests.test_pipeline_smoke import ENVIRONMENT, ROOT, TINY
+
+SCRIPT = ROOT / "experiments" / "cluster" / "one_node_slurm.sh"
+TEST_OVERRIDES = [
+    "--slurm-status-command", "squeue",  # a one-node SLURM keeps no accounting database for sacct
+    "--default-resources", "slurm_account=none", "slurm_partition=main", "runtime=30", "mem_mb=2000", "cpus_per_task=1",
+    "--latency-wait", "5",
+]  # fmt: skip
+"""What the test sets beside experiments/profiles/slurm: the one-node cluster's partition, no account, small jobs."""
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("snakemake") is None, reason="needs the 'workflow' extra"),
+]
+
+
+def unavailable(reason: str) -> None:
+    if os.environ.get("REQUIRE_SLURM") == "1":
+        pytest.fail(f"REQUIRE_SLURM=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def one_node_slurm():
+    """A one-node SLURM, started for these tests (and stopped after them) unless one was running already."""
+    pytest.importorskip("snakemake_executor_plugin_slurm", reason="needs the 'cluster' extra")
+    if os.geteuid() != 0:
+        unavailable("a one-node SLURM needs root")
+    running = (
+        shutil.which("sinfo") is not None
+        and subprocess.run(["sinfo"], capture_output=True, check=False).returncode == 0
+    )
+    start = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True, timeout=600, check=False)
+    if start.returncode != 0:
+        unavailable(f"the one-node SLURM did not start: {start.stderr.strip()[-500:]}")
+    yield
+    if not running:
+        subprocess.run(["bash", str(SCRIPT), "stop"], capture_output=True, timeout=120, check=False)
+
+
+def campaign(workdir, *profile):
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    command = ["snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), *profile]
+    command += ["--configfile", str(workdir / "tiny.yaml"), "--", "ablations"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=900, env=ENVIRONMENT, check=False)
+
+
+def test_a_tiny_campaign_runs_as_slurm_jobs_and_gives_the_local_profiles_runs(one_node_slurm, tmp_path):
+    on_slurm = campaign(tmp_path / "slurm", "--profile", str(ROOT / "experiments/profiles/slurm"), *TEST_OVERRIDES)
+    assert on_slurm.returncode == 0, on_slurm.stderr[-3000:]
+    submitted = re.findall(r"submitted with SLURM jobid (\d+)", on_slurm.stdout + on_slurm.stderr)
+    assert len(submitted) >= 6  # the base, four rows' seed blocks, the report
+    states = dict(
+        line.split()
+        for line in subprocess.run(
+            ["squeue", "-t", "all", "-h", "-o", "%i %T"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+    )
+    assert all(states.get(job) == "COMPLETED" for job in submitted), {job: states.get(job) for job in submitted}
+
+    local = campaign(tmp_path / "local", "--profile", str(ROOT / "experiments/profiles/local"))
+    assert local.returncode == 0, local.stderr[-3000:]
+    runs = sorted(path.parent.relative_to(tmp_path / "local") for path in (tmp_path / "local").rglob("metrics.jsonl"))
+    assert len(runs) == 8  # 4 rows x 2 seeds
+    for run in runs:
+        assert replayable_metrics(tmp_path / "slurm" / run) == replayable_metrics(tmp_path / "local" / run), run
+
+
+def test_a_job_cancelled_with_scancel_is_finished_by_rerunning_the_same_command(one_node_slurm, tmp_path):
+    longer = [text for text in TINY["ablations"]["overrides"] if not text.startswith("run.steps=")]
+    config = {
+        **TINY,
+        "ablations": {**TINY["ablations"], "overrides": [*longer, "run.steps=8", "run.checkpoint_every=2"]},
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(config))
+    command = ["snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path)]
+    command += ["--profile", str(ROOT / "experiments/profiles/slurm"), *TEST_OVERRIDES]
+    row = tmp_path / "results" / "runs" / "dr_grpo_bias" / "grpo"
+    targets = [f"results/runs/dr_grpo_bias/grpo/seed{seed}/final_metrics.json" for seed in (0, 1)]  # one row's job
+    command += ["--configfile", str(tmp_path / "tiny.yaml"), "--", *targets]
+    run = row / "seed0"
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENVIRONMENT)
+    cancelled = None
+    for _ in range(1200):  # until the row's job has written a checkpoint, at most 10 min
+        jobs = subprocess.run(
+            ["squeue", "-h", "-t", "running", "-o", "%i %k"], capture_output=True, text=True, check=True
+        ).stdout.split("\n")
+        mine = [line.split()[0] for line in jobs if "rule_train_block_0_wildcards_dr_grpo_bias_grpo" in line]
+        if mine and (run / "checkpoint" / "state.pt").is_file():
+            cancelled = mine[0]
+            subprocess.run(["scancel", cancelled], check=True)
+            break
+        if first.poll() is not None:
+            break
+        time.sleep(0.5)
+    output = first.communicate(timeout=600)[0]
+    assert cancelled is not None, output[-3000:]
+    assert first.returncode != 0 and not (run / "final_metrics.json").exists(), output[-3000:]
+    started = (run / "run.json").stat().st_mtime_ns
+
+    again = subprocess.run(command, capture_output=True, text=True, timeout=900, env=ENVIRONMENT, check=False)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (run / "final_metrics.json").is_file()
+    assert (run / "run.json").stat().st_mtime_ns == started  # written once, when the run began: it resumed
+    steps = [row["step"] for row in replayable_metrics(run)]
+    assert steps == sorted(set(steps)) and steps[-1] == 8
