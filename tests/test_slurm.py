@@ -53,16 +53,24 @@ def one_node_slurm():
         subprocess.run(["bash", str(SCRIPT), "stop"], capture_output=True, timeout=120, check=False)
 
 
-def campaign(workdir, *profile):
+SLURM_PROFILE = ["--profile", str(ROOT / "experiments/profiles/slurm"), *TEST_OVERRIDES]
+
+
+def campaign_command(workdir, config, profile, targets=("ablations",)):
+    """The snakemake command running ``config`` in ``workdir`` under ``profile`` (written there as tiny.yaml)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    (workdir / "tiny.yaml").write_text(yaml.safe_dump(config))
     command = ["snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), *profile]
-    command += ["--configfile", str(workdir / "tiny.yaml"), "--", "ablations"]
+    return [*command, "--configfile", str(workdir / "tiny.yaml"), "--", *targets]
+
+
+def campaign(workdir, *profile):
+    command = campaign_command(workdir, TINY, profile)
     return subprocess.run(command, capture_output=True, text=True, timeout=900, env=ENVIRONMENT, check=False)
 
 
 def test_a_tiny_campaign_runs_as_slurm_jobs_and_gives_the_local_profiles_runs(one_node_slurm, tmp_path):
-    on_slurm = campaign(tmp_path / "slurm", "--profile", str(ROOT / "experiments/profiles/slurm"), *TEST_OVERRIDES)
+    on_slurm = campaign(tmp_path / "slurm", *SLURM_PROFILE)
     assert on_slurm.returncode == 0, on_slurm.stderr[-3000:]
     submitted = re.findall(r"submitted with SLURM jobid (\d+)", on_slurm.stdout + on_slurm.stderr)
     assert len(submitted) >= 6  # the base, four rows' seed blocks, the report
@@ -88,14 +96,9 @@ def test_a_job_cancelled_with_scancel_is_finished_by_rerunning_the_same_command(
         **TINY,
         "ablations": {**TINY["ablations"], "overrides": [*longer, "run.steps=8", "run.checkpoint_every=2"]},
     }
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(config))
-    command = ["snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path)]
-    command += ["--profile", str(ROOT / "experiments/profiles/slurm"), *TEST_OVERRIDES]
-    row = tmp_path / "results" / "runs" / "dr_grpo_bias" / "grpo"
     targets = [f"results/runs/dr_grpo_bias/grpo/seed{seed}/final_metrics.json" for seed in (0, 1)]  # one row's job
-    command += ["--configfile", str(tmp_path / "tiny.yaml"), "--", *targets]
-    run = row / "seed0"
+    command = campaign_command(tmp_path, config, SLURM_PROFILE, targets)
+    run = tmp_path / "results" / "runs" / "dr_grpo_bias" / "grpo" / "seed0"
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENVIRONMENT)
     cancelled = None
     for _ in range(1200):  # until the row's job has written a checkpoint, at most 10 min

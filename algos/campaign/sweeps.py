@@ -65,7 +65,6 @@ DIMENSION_FIELDS = {
 }
 """Each distribution of a searched key and the fields it takes."""
 DISTRIBUTIONS = tuple(DIMENSION_FIELDS)
-ALL_DIMENSION_FIELDS = ("distribution", "low", "high", "choices")
 DIRECTIONS = ("maximize", "minimize")
 SAMPLER_KEYS = {"tpe": ("name", "seed", "startup_trials"), "random": ("name", "seed")}
 SAMPLERS = tuple(SAMPLER_KEYS)
@@ -192,7 +191,7 @@ def read_sweep(name: str, sweeps_dir: Path = SWEEPS_DIR) -> SweepSpec:
         raise ConfigError(f"{path}: objective direction '{direction}' is not one of: {', '.join(DIRECTIONS)}")
     sampler, pruner = dict(body.get("sampler") or {"name": "tpe"}), dict(body.get("pruner") or {"name": "median"})
     for what, given, keys in (("sampler", sampler, SAMPLER_KEYS), ("pruner", pruner, PRUNER_KEYS)):
-        valid = keys.get(given.get("name"), tuple(dict.fromkeys(key for named in keys.values() for key in named)))
+        valid = keys.get(given.get("name"), _every_key(keys))
         for key in given:  # a misspelt key first: a misspelt 'name' is one too
             if key not in valid:
                 raise unknown_key_error(f"{path}: {what} {given.get('name', '')}".rstrip(), key, valid)
@@ -223,6 +222,11 @@ def read_sweep(name: str, sweeps_dir: Path = SWEEPS_DIR) -> SweepSpec:
     return spec
 
 
+def _every_key(keys_by_name: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """Every key any of the named choices takes, once each: what a choice not yet known may take."""
+    return tuple(dict.fromkeys(key for keys in keys_by_name.values() for key in keys))
+
+
 def _dimensions(path: Path, space: Any) -> list[Dimension]:
     if not isinstance(space, dict) or not space:
         raise ConfigError(f"{path}: 'space' must map config keys to distributions")
@@ -232,7 +236,7 @@ def _dimensions(path: Path, space: Any) -> list[Dimension]:
         checked_settings({key: None}, f"{path} space")  # an unknown key fails here, with suggestions
         if not isinstance(entry, dict):
             raise ConfigError(f"{where}: give a mapping with 'distribution' (one of: {', '.join(DISTRIBUTIONS)})")
-        valid = DIMENSION_FIELDS.get(entry.get("distribution"), ALL_DIMENSION_FIELDS)
+        valid = DIMENSION_FIELDS.get(entry.get("distribution"), _every_key(DIMENSION_FIELDS))
         for field in entry:  # a misspelt field first: a misspelt 'distribution' is one too
             if field not in valid:
                 raise unknown_key_error(where, field, valid)

@@ -30,7 +30,7 @@ from tests.eval.sandbox.hostile import (
     project_fingerprint,
     run_attacks,
 )
-from tests.eval.sandbox.unprivileged import NOBODY, PROJECT, unprivileged, unprivileged_python
+from tests.eval.sandbox.unprivileged import AS_NOBODY, NOBODY, PROJECT, unprivileged, unprivileged_python
 
 FORGERIES = [name for name, (category, _) in ATTACKS.items() if category == "forgery"]
 
@@ -163,8 +163,7 @@ def _bare_runners() -> list[list[str]]:
     """Interpreters to run a bare script with: this user's and, from root, uid 65534's."""
     runners = [[sys.executable]]
     if os.geteuid() == 0 and shutil.which("setpriv") is not None:
-        runners.append(["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups", "env", "-i",
-                        *unprivileged_python()])  # fmt: skip
+        runners.append([*AS_NOBODY, *unprivileged_python()])
     return runners
 
 

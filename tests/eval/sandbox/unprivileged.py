@@ -13,20 +13,23 @@ PROJECT = Path(__file__).resolve().parents[3]
 NOBODY = 65534
 
 
+AS_NOBODY = [
+    "setpriv",
+    "--reuid",
+    str(NOBODY),
+    "--regid",
+    str(NOBODY),
+    "--clear-groups",
+    "env",
+    "-i",
+    "PATH=/usr/bin:/bin",
+]
+"""The prefix that runs a command as uid and gid 65534 with no supplementary groups and an empty environment."""
+
+
 def unprivileged(command: list[str], **kwargs) -> subprocess.CompletedProcess:
-    """``command`` run as uid and gid 65534 with no supplementary groups and an empty environment."""
-    drop = [
-        "setpriv",
-        "--reuid",
-        str(NOBODY),
-        "--regid",
-        str(NOBODY),
-        "--clear-groups",
-        "env",
-        "-i",
-        "PATH=/usr/bin:/bin",
-    ]
-    return subprocess.run([*drop, *command], capture_output=True, text=True, **kwargs)
+    """``command`` run under :data:`AS_NOBODY`."""
+    return subprocess.run([*AS_NOBODY, *command], capture_output=True, text=True, **kwargs)
 
 
 def unprivileged_python() -> list[str]:
