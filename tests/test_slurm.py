@@ -1,27 +1,17 @@
 """The SLURM profile against a real SLURM: a one-node cluster on this machine (experiments/cluster/one_node_slurm.sh),
 a tiny campaign submitted through experiments/profiles/slurm as SLURM jobs, the same runs as under the local
-profile, and a job cancelled with scancel finished by rerunning the same command. Needs root (the daemons) and Debian's slurm-wlm (the script installs it); REQUIRE_SLURM=1 turns a skip into
-a failure."""
+profile, and a job cancelled with scancel finished by rerunning the same command. Needs root (the daemons) and
+Debian's SLURM and MariaDB packages (the script installs them); REQUIRE_SLURM=1 turns a skip into a failure."""
 
-import os
-import re
 import shutil
 import subprocess
 import time
 
 import pytest
-import yaml
 
 from algos.trainer.run_files import replayable_metrics
+from tests.cluster import SLURM_PROFILE, campaign_command, slurm_states, submitted_jobs
 from tests.test_pipeline_smoke import ENVIRONMENT, ROOT, TINY
-
-SCRIPT = ROOT / "experiments" / "cluster" / "one_node_slurm.sh"
-TEST_OVERRIDES = [
-    "--slurm-status-command", "squeue",  # a one-node SLURM keeps no accounting database for sacct
-    "--default-resources", "slurm_account=none", "slurm_partition=main", "runtime=30", "mem_mb=2000", "cpus_per_task=1",
-    "--latency-wait", "5",
-]  # fmt: skip
-"""What the test sets beside experiments/profiles/slurm: the one-node cluster's partition, no account, small jobs."""
 
 pytestmark = [
     pytest.mark.slow,
@@ -29,57 +19,19 @@ pytestmark = [
 ]
 
 
-def unavailable(reason: str) -> None:
-    if os.environ.get("REQUIRE_SLURM") == "1":
-        pytest.fail(f"REQUIRE_SLURM=1 but {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def one_node_slurm():
-    """A one-node SLURM, started for these tests (and stopped after them) unless one was running already."""
-    pytest.importorskip("snakemake_executor_plugin_slurm", reason="needs the 'cluster' extra")
-    if os.geteuid() != 0:
-        unavailable("a one-node SLURM needs root")
-    running = (
-        shutil.which("sinfo") is not None
-        and subprocess.run(["sinfo"], capture_output=True, check=False).returncode == 0
-    )
-    start = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True, timeout=600, check=False)
-    if start.returncode != 0:
-        unavailable(f"the one-node SLURM did not start: {start.stderr.strip()[-500:]}")
-    yield
-    if not running:
-        subprocess.run(["bash", str(SCRIPT), "stop"], capture_output=True, timeout=120, check=False)
-
-
-SLURM_PROFILE = ["--profile", str(ROOT / "experiments/profiles/slurm"), *TEST_OVERRIDES]
-
-
-def campaign_command(workdir, config, profile, targets=("ablations",)):
-    """The snakemake command running ``config`` in ``workdir`` under ``profile`` (written there as tiny.yaml)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "tiny.yaml").write_text(yaml.safe_dump(config))
-    command = ["snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), *profile]
-    return [*command, "--configfile", str(workdir / "tiny.yaml"), "--", *targets]
-
-
 def campaign(workdir, *profile):
     command = campaign_command(workdir, TINY, profile)
     return subprocess.run(command, capture_output=True, text=True, timeout=900, env=ENVIRONMENT, check=False)
 
 
-def test_a_tiny_campaign_runs_as_slurm_jobs_and_gives_the_local_profiles_runs(one_node_slurm, tmp_path):
+def test_a_tiny_campaign_runs_as_slurm_jobs_and_gives_the_local_profiles_runs(one_node_slurm, tmp_path, capsys):
     on_slurm = campaign(tmp_path / "slurm", *SLURM_PROFILE)
     assert on_slurm.returncode == 0, on_slurm.stderr[-3000:]
-    submitted = re.findall(r"submitted with SLURM jobid (\d+)", on_slurm.stdout + on_slurm.stderr)
+    submitted = submitted_jobs(on_slurm.stdout + on_slurm.stderr)
     assert len(submitted) >= 6  # the base, four rows' seed blocks, the report
-    states = dict(
-        line.split()
-        for line in subprocess.run(
-            ["squeue", "-t", "all", "-h", "-o", "%i %T"], capture_output=True, text=True, check=True
-        ).stdout.splitlines()
-    )
+    states = slurm_states()
+    with capsys.disabled():  # into CI's log: the jobs as SLURM's accounting saw them
+        print("", *(f"sacct: job {job} {states.get(job)}" for job in submitted), sep="\n")
     assert all(states.get(job) == "COMPLETED" for job in submitted), {job: states.get(job) for job in submitted}
 
     local = campaign(tmp_path / "local", "--profile", str(ROOT / "experiments/profiles/local"))

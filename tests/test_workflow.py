@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -192,3 +193,21 @@ def test_missing_benchmark_data_stops_the_workflow_before_any_job(folder, tmp_pa
         and "aime24.jsonl, aime25.jsonl" in errors[0]
         and "Job stats" not in result.stdout
     )
+
+
+def test_a_tracking_server_that_does_not_answer_stops_the_workflow_before_its_first_job(tmp_path):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        uri = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    (tmp_path / "stores.yaml").write_text(f"tracking: {{uri: '{uri}'}}\n")
+    settings = ["-d", str(tmp_path), "--configfile", str(tmp_path / "stores.yaml"), "--", "results/base_model"]
+    planned = snakemake("-n", *settings)
+    assert planned.returncode == 0, planned.stderr  # a dry run reaches nothing
+    result = snakemake("-c1", *settings)
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error:")]
+    expected = (
+        f"error: workflow config tracking.uri: no MLflow tracking server answers at {uri} ([Errno 111] Connection "
+        "refused); start it (e.g. experiments/cluster/shared_stores.sh start) or correct the setting"
+    )
+    assert result.returncode == 2 and errors == [expected]
+    assert not (tmp_path / "results").exists()

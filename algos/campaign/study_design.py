@@ -20,7 +20,6 @@ on the table's metric. Every other endpoint of the row is secondary.
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import re

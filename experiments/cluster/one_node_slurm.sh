@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # A one-node SLURM on this machine, for tests and trials of the SLURM profile (experiments/profiles/slurm):
-#   bash experiments/cluster/one_node_slurm.sh start    # install Debian's slurm-wlm if missing, configure, start, wait
+#   bash experiments/cluster/one_node_slurm.sh start    # install Debian's SLURM and MariaDB if missing, configure, start, wait
 #   bash experiments/cluster/one_node_slurm.sh status   # the node's state, as sinfo reports it
-#   bash experiments/cluster/one_node_slurm.sh stop     # stop slurmd, slurmctld and munged
-# Idempotent: start on a running cluster only waits for it. It writes /etc/slurm/slurm.conf (refusing to replace
-# one it did not write), runs munged, slurmctld and slurmd as daemons, and has no accounting database: job states
-# come from squeue, which keeps a finished job for MinJobAge seconds (use --slurm-status-command squeue).
+#   bash experiments/cluster/one_node_slurm.sh stop     # stop slurmd, slurmctld, slurmdbd, MariaDB and munged
+# Idempotent: start on a running cluster only waits for it. It writes /etc/slurm/slurm.conf and slurmdbd.conf
+# (refusing to replace files it did not write) and runs munged, MariaDB, slurmdbd, slurmctld and slurmd as daemons.
+# Accounting is on and enforced, as on a real cluster: sacct answers, and a job must name an account SLURM knows.
+# The cluster has one: rl-harness (root's default), and one partition: main.
 set -euo pipefail
 
 action=${1:-}
 conf=/etc/slurm/slurm.conf
+dbd_conf=/etc/slurm/slurmdbd.conf
+account=rl-harness
+mariadb_pid=/run/mysqld/rl-harness-slurm.pid
 marker="# written by experiments/cluster/one_node_slurm.sh"
 state=/var/lib/rl-harness-slurm
 fail() { echo "error: $*" >&2; exit 2; }
@@ -25,22 +29,34 @@ if [ "$action" = status ]; then
 fi
 
 if [ "$action" = stop ]; then
-  for daemon in slurmd slurmctld; do pkill -x "$daemon" 2>/dev/null || true; done
+  for daemon in slurmd slurmctld slurmdbd; do pkill -x "$daemon" 2>/dev/null || true; done
+  if [ -f "$mariadb_pid" ]; then kill "$(cat "$mariadb_pid")" 2>/dev/null || true; rm -f "$mariadb_pid"; fi
   pkill -x munged 2>/dev/null || true
-  for _ in $(seq 50); do pgrep -x 'slurmd|slurmctld|munged' >/dev/null || exit 0; sleep 0.2; done
+  for _ in $(seq 100); do
+    pgrep -x slurmd >/dev/null || pgrep -x slurmctld >/dev/null || pgrep -x slurmdbd >/dev/null \
+      || pgrep -x munged >/dev/null || exit 0
+    sleep 0.2
+  done
   fail "the SLURM daemons did not stop"
 fi
 
-if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
-  command -v apt-get >/dev/null || fail "slurm-wlm is not installed and there is no apt-get to install it"
-  apt-get install -y -qq slurm-wlm >/dev/null 2>&1 \
-    || { apt-get update -qq && apt-get install -y -qq slurm-wlm >/dev/null; } \
-    || fail "could not install Debian's slurm-wlm package"
+packages=()
+for pair in slurmctld:slurm-wlm slurmd:slurm-wlm munged:slurm-wlm slurmdbd:slurmdbd mariadbd:mariadb-server; do
+  command -v "${pair%%:*}" >/dev/null || packages+=("${pair#*:}")
+done
+if [ ${#packages[@]} -gt 0 ]; then
+  command -v apt-get >/dev/null || fail "${packages[*]} not installed and there is no apt-get to install them"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq "${packages[@]}" >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq "${packages[@]}" >/dev/null; } \
+    || fail "could not install Debian's ${packages[*]}"
 fi
 
-if [ -e "$conf" ] && ! grep -qx "$marker" "$conf"; then
-  fail "$conf exists and was not written by this script; not replacing it"
-fi
+for file in "$conf" "$dbd_conf"; do
+  if [ -e "$file" ] && ! grep -qx "$marker" "$file"; then
+    fail "$file exists and was not written by this script; not replacing it"
+  fi
+done
 host=$(hostname -s)
 cpus=$(nproc)
 memory=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
@@ -64,15 +80,48 @@ SelectTypeParameters=CR_Core_Memory
 ReturnToService=2
 MinJobAge=3600
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=$host
+AccountingStorageEnforce=associations
 NodeName=$host CPUs=$cpus RealMemory=$memory State=UNKNOWN
 PartitionName=main Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
 mv "$conf.new" "$conf"
+(umask 077 && cat > "$dbd_conf.new" <<CONF
+$marker
+AuthType=auth/munge
+DbdHost=$host
+SlurmUser=root
+StorageType=accounting_storage/mysql
+StorageHost=localhost
+StorageUser=root
+StorageLoc=slurm_acct_db
+PidFile=/run/slurmdbd.pid
+LogFile=/var/log/slurm/slurmdbd.log
+CONF
+)
+mv "$dbd_conf.new" "$dbd_conf"
 
 if ! running; then
   chown munge:munge /run/munge
   pgrep -x munged >/dev/null || runuser -u munge -- munged
+  # The accounting database: MariaDB on its own socket, reached by root through socket authentication.
+  if ! mariadb-admin ping -s >/dev/null 2>&1; then
+    mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
+    [ -d /var/lib/mysql/mysql ] || mariadb-install-db --user=mysql >/dev/null
+    mariadbd --user=mysql --skip-networking --pid-file="$mariadb_pid" >/var/log/slurm/mariadb.log 2>&1 &
+    for _ in $(seq 150); do mariadb-admin ping -s >/dev/null 2>&1 && break; sleep 0.2; done
+    mariadb-admin ping -s >/dev/null 2>&1 || fail "MariaDB did not start (log: /var/log/slurm/mariadb.log)"
+  fi
+  mariadb -e "CREATE DATABASE IF NOT EXISTS slurm_acct_db"
+  pgrep -x slurmdbd >/dev/null || slurmdbd
+  for _ in $(seq 150); do sacctmgr -n list cluster >/dev/null 2>&1 && break; sleep 0.2; done
+  sacctmgr -n list cluster >/dev/null 2>&1 || fail "slurmdbd did not answer (log: /var/log/slurm/slurmdbd.log)"
+  sacctmgr -n list cluster format=cluster | grep -qw rl-harness || sacctmgr -i add cluster rl-harness >/dev/null
+  sacctmgr -n list account format=account | grep -qw "$account" || sacctmgr -i add account "$account" >/dev/null
+  sacctmgr -n list assoc user=root account="$account" format=user | grep -qw root \
+    || sacctmgr -i add user root account="$account" >/dev/null
+  sacctmgr -i modify user root set defaultaccount="$account" >/dev/null || true  # unchanged: exit status 1
   pgrep -x slurmctld >/dev/null || slurmctld
   pgrep -x slurmd >/dev/null || slurmd
 fi

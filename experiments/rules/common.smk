@@ -14,7 +14,10 @@ from algos.campaign.ablations import (
     read_spec,
 )
 from algos.config.presets import config_hash
+from algos.campaign.preflight import check_database, check_slurm, check_tracking, resource_values
 from algos.campaign.sweeps import read_sweep
+from algos.config.presets import ConfigError
+from algos.trainer.tracking import DEFAULT_URI
 from reports.analysis.runs import seed_list
 from reports.design import design_plan, read_basis
 from reports.seed_plan import read_plan
@@ -207,3 +210,23 @@ def sweep_slots(sweep):
 def start_model(wildcards, input):
     """What a training run starts from: the configured hub model, or the built-in base (the rule's input)."""
     return config["model"] or input.base
+
+
+def check_reachable_or_exit():
+    """Before the first job (not in a dry run): the stores the jobs will write to answer, and under the SLURM executor
+    SLURM accepts a job with the account and partition the jobs get; else one line naming the setting, exit 2."""
+    tracking_setting = "workflow config tracking.uri" if config["tracking"]["uri"] else "MLFLOW_TRACKING_URI"
+    try:
+        check_tracking(os.environ.get("MLFLOW_TRACKING_URI", DEFAULT_URI), tracking_setting)
+        if config["sweeps"]["storage"]:
+            check_database(config["sweeps"]["storage"], "workflow config sweeps.storage")
+        if workflow.executor_plugin is not None and workflow.executor_plugin.name == "slurm":
+            settings = workflow.resource_settings
+            every = [resource_values(settings.default_resources.args or [])]
+            for overrides in settings.overwrite_resources.values():  # name -> a Resource, whose raw value was given
+                every.append({**every[0], **{name: str(getattr(value, "raw", value)) for name, value in overrides.items()}})
+            for resources in {tuple(sorted(given.items())): given for given in every}.values():
+                check_slurm(resources, "SLURM resources (the profile's default-resources, --default-resources, --set-resources)")
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
