@@ -35,8 +35,9 @@ def campaign_command(workdir, config, profile, targets=("ablations",)):
 
 
 def slurm_states() -> dict[str, str]:
-    """job id -> state of every job SLURM's accounting knows."""
-    lines = subprocess.run(["sacct", "-X", "-n", "-P", "-o", "JobID,State"], capture_output=True, text=True, check=True)
+    """job id -> state of every job SLURM's accounting knows (since 1970: sacct's default is since today's midnight)."""
+    query = ["sacct", "-X", "-n", "-P", "-o", "JobID,State", "-S", "1970-01-01"]
+    lines = subprocess.run(query, capture_output=True, text=True, check=True)
     return dict(line.split("|") for line in lines.stdout.splitlines() if line)
 
 

@@ -13,10 +13,9 @@ from algos.campaign.ablations import (
     campaign_budget,
     read_spec,
 )
-from algos.config.presets import config_hash
 from algos.campaign.preflight import check_database, check_slurm, check_tracking, resource_values
 from algos.campaign.sweeps import read_sweep
-from algos.config.presets import ConfigError
+from algos.config.presets import ConfigError, config_hash
 from algos.trainer.tracking import DEFAULT_URI
 from reports.analysis.runs import seed_list
 from reports.design import design_plan, read_basis
@@ -222,7 +221,7 @@ def check_reachable_or_exit():
             check_database(config["sweeps"]["storage"], "workflow config sweeps.storage")
         if workflow.executor_plugin is not None and workflow.executor_plugin.name == "slurm":
             settings = workflow.resource_settings
-            every = [resource_values(settings.default_resources.args or [])]
+            every = [resource_values(getattr(settings.default_resources, "args", None) or [])]  # None: none given
             for overrides in settings.overwrite_resources.values():  # name -> a Resource, whose raw value was given
                 every.append({**every[0], **{name: str(getattr(value, "raw", value)) for name, value in overrides.items()}})
             for resources in {tuple(sorted(given.items())): given for given in every}.values():
