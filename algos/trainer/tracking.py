@@ -75,12 +75,7 @@ class MLflowTracker:
         with _store_lock(uri):
             self.client = MlflowClient(tracking_uri=uri)
             if run_id is None:
-                experiment = self.client.get_experiment_by_name(cfg.experiment)
-                experiment_id = (
-                    experiment.experiment_id
-                    if experiment
-                    else self.client.create_experiment(cfg.experiment, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
-                )
+                experiment_id = self._experiment_id(cfg.experiment)
                 run_tags = dict(tags)
                 if cfg.parent_run:
                     run_tags[PARENT_TAG] = self._parent_run_id(experiment_id, cfg.parent_run, tags)
@@ -89,17 +84,45 @@ class MLflowTracker:
                 self.client.update_run(run_id, status="RUNNING")
         self.run_id = run_id
 
+    def _experiment_id(self, name: str) -> str:
+        """The experiment called ``name``, created if there is none.
+
+        Jobs that share a tracking server take no lock: where another job creates the experiment between the
+        lookup and the creation, the server refuses the second, and the first one's is used.
+        """
+        from mlflow.exceptions import MlflowException
+
+        experiment = self.client.get_experiment_by_name(name)
+        if experiment is not None:
+            return experiment.experiment_id
+        try:
+            return self.client.create_experiment(name, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+        except MlflowException as error:
+            if error.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+            return self.client.get_experiment_by_name(name).experiment_id
+
     def _parent_run_id(self, experiment_id: str, name: str, tags: Mapping[str, str]) -> str:
-        """The id of the experiment's parent run called ``name``, created (and closed) if there is none."""
-        found = self.client.search_runs(
-            [experiment_id], filter_string=f"tags.`{GROUP_TAG}` = '{name}'", order_by=["attributes.start_time ASC"]
-        )
+        """The id of the experiment's parent run called ``name``, created (and closed) if there is none.
+
+        Children that start at once on a tracking server (no lock) may each create one: each then keeps the
+        earliest (start time, then id) and deletes its own if that is not it, so every child nests under one.
+        """
+        found = self._parent_runs(experiment_id, name)
         if found:
             return found[0].info.run_id
         shared = {key: value for key, value in tags.items() if key not in _PER_RUN_TAGS}
         parent = self.client.create_run(experiment_id, run_name=name, tags={**shared, GROUP_TAG: name})
         self.client.set_terminated(parent.info.run_id, status="FINISHED")
-        return parent.info.run_id
+        kept = self._parent_runs(experiment_id, name)[0].info.run_id
+        if kept != parent.info.run_id:
+            self.client.delete_run(parent.info.run_id)
+        return kept
+
+    def _parent_runs(self, experiment_id: str, name: str) -> list[Any]:
+        """The experiment's live parent runs called ``name``, earliest first (start time, then run id)."""
+        found = self.client.search_runs([experiment_id], filter_string=f"tags.`{GROUP_TAG}` = '{name}'")
+        return sorted(found, key=lambda run: (run.info.start_time, run.info.run_id))
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
