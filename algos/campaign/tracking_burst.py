@@ -20,11 +20,12 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from algos.config.presets import flatten, read_yaml
+from algos.trainer import run_files
 
 JOB_SETTINGS = (
     "tracking.backend=mlflow",
@@ -38,7 +39,7 @@ JOB_SETTINGS = (
 """What makes each job tiny: three steps, each evaluated, on a few problems (overrides given after them win)."""
 UNTRACKED_RUN_FIELDS = ("warnings", "tracker_run_id", "environment")
 """Fields of run.json that are not tags of the tracked run."""
-ARTIFACTS = ("config.yaml", "metrics.jsonl", "final_metrics.json")
+ARTIFACTS = (run_files.CONFIG_FILE, run_files.METRICS_FILE, run_files.FINAL_FILE)
 COUNTED = ("runs", "finished", "metric_values", "params", "tags", "artifacts")
 
 
@@ -117,13 +118,12 @@ def count_logged(uri: str, experiment: str, runs: Sequence[Path]) -> dict[str, d
 
 def _run_counts(client: Any, out: Path, logged: Any) -> dict[str, tuple[int, int]]:
     """name -> (expected, logged) for one run; a run the store lacks keeps everything its files hold unlogged."""
-    metric_values = {(key, row["step"], value) for row in _rows(out) for key, value in row.items() if key != "step"}
+    rows = run_files.read_metrics(out)
+    metric_values = {(key, row["step"], value) for row in rows for key, value in row.items() if key != "step"}
+    config_file, run_file = out / run_files.CONFIG_FILE, out / run_files.RUN_FILE
     params = (
-        {key: str(value) for key, value in flatten(read_yaml(out / "config.yaml")).items()}
-        if (out / "config.yaml").is_file()
-        else {}
+        {key: str(value) for key, value in flatten(read_yaml(config_file)).items()} if config_file.is_file() else {}
     )
-    run_file = out / "run.json"
     tags = (
         {key: str(value) for key, value in json.loads(run_file.read_text()).items() if key not in UNTRACKED_RUN_FIELDS}
         if run_file.is_file()
@@ -147,11 +147,6 @@ def _run_counts(client: Any, out: Path, logged: Any) -> dict[str, tuple[int, int
         "tags": (len(tags), sum(logged.data.tags.get(key) == value for key, value in tags.items())),
         "artifacts": (len(ARTIFACTS), len(artifacts & set(ARTIFACTS))),
     }
-
-
-def _rows(out: Path) -> list[Mapping[str, float]]:
-    path = out / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
 
 def _stored(point: tuple[str, int, float], stored: set[tuple[str, int, float]]) -> bool:

@@ -16,7 +16,8 @@ from algos.campaign.ablations import (
 from algos.campaign.preflight import check_database, check_slurm, check_tracking, resource_values
 from algos.campaign.sweeps import read_sweep
 from algos.config.presets import ConfigError, config_hash
-from algos.trainer.tracking import DEFAULT_URI
+from algos.config.schema import TrackingConfig
+from algos.trainer.tracking import tracking_uri
 from reports.analysis.runs import seed_list
 from reports.design import design_plan, read_basis
 from reports.seed_plan import read_plan
@@ -216,7 +217,7 @@ def check_reachable_or_exit():
     SLURM accepts a job with the account and partition the jobs get; else one line naming the setting, exit 2."""
     tracking_setting = "workflow config tracking.uri" if config["tracking"]["uri"] else "MLFLOW_TRACKING_URI"
     try:
-        check_tracking(os.environ.get("MLFLOW_TRACKING_URI", DEFAULT_URI), tracking_setting)
+        check_tracking(tracking_uri(TrackingConfig()), tracking_setting)  # what every job's tracker resolves
         if config["sweeps"]["storage"]:
             check_database(config["sweeps"]["storage"], "workflow config sweeps.storage")
         if workflow.executor_plugin is not None and workflow.executor_plugin.name == "slurm":
