@@ -36,9 +36,9 @@ from reports.render.endpoint_figures import accuracy_per_sample_figure, endpoint
 from reports.render.figures import figure_grid
 from reports.render.forest import forest_plot
 from reports.render.pages import Page, Table, run_report, write_page
-from reports.seed_plan import read_plan
-from reports.stats import ADJUSTMENTS, LEVEL
-from reports.verdicts import resolution_note
+from reports.planning.stein_plan import read_plan
+from reports.statistics.comparisons import ADJUSTMENTS, LEVEL
+from reports.statistics.verdicts import resolution_note
 
 
 def write_report(

@@ -3,7 +3,7 @@
 Each run's base evaluation (step 0) and final evaluation come from its ``final_metrics.json``. Per run
 the table gives both accuracies with their 95 % Wilson intervals over the held-out problems
 (:func:`eval.benchmarks.metrics.interval_over_problems`), and the change; then the mean change over
-runs with its paired-t interval and p-values (:func:`reports.stats.paired_t`, the seeds as the
+runs with its paired-t interval and p-values (:func:`reports.statistics.comparisons.paired_t`, the seeds as the
 sample: with two seeds it has one degree of freedom and is wide). Nothing is rerun.
 
 Command line::
@@ -23,7 +23,7 @@ from pathlib import Path
 from algos.config.presets import load_config
 from algos.trainer import run_files
 from eval.benchmarks.metrics import interval_over_problems
-from reports.stats import format_p, paired_t
+from reports.statistics.comparisons import format_p, paired_t
 
 
 def held_out_problems(run: Path) -> int:

@@ -7,7 +7,7 @@ halves of the table's seed count (seeds taken at random, labelled A and B) and a
 procedure to A against B: every quantity the spec's report compares (its metric at the last step, the
 row's primary, and each distinct declared endpoint, secondary) is tested, paired by position as a table
 pairs by seed index, and judged under the spec's design (gated: the graph of
-:mod:`reports.multiplicity` with the metric as the one primary; separate: two families, each adjusted by
+:mod:`reports.statistics.multiplicity` with the metric as the one primary; separate: two families, each adjusted by
 Holm unless told otherwise). A split is a false positive when any adjusted p-value is at most the level.
 The rate over many splits estimates the procedure's family-wise false-positive rate on these runs; its
 interval is a jackknife over seeds (each seed left out in turn, the splits redrawn from the rest), since
@@ -40,10 +40,10 @@ from algos.campaign.ablations import AblationSpec, Endpoint, read_spec
 from algos.config.presets import ConfigError
 from reports.analysis.endpoints import step_factor, window_mean
 from reports.analysis.runs import FinishedRun, finished_runs
-from reports.multiplicity import adjusted_p_values, gated_graph
+from reports.statistics.multiplicity import adjusted_p_values, gated_graph
 from reports.render.figures import DPI, png_bytes
 from reports.render.pages import Page, run_report, write_page
-from reports.stats import ADJUSTMENTS, LEVEL, MINUS, adjust, paired_t, welch_t
+from reports.statistics.comparisons import ADJUSTMENTS, LEVEL, MINUS, adjust, paired_t, welch_t
 
 TESTS: dict[str, Callable] = {
     "paired t (as a table pairs seeds)": lambda a, b: paired_t(a, b, distribution_free=False).p_value,
@@ -86,7 +86,7 @@ def seed_values(spec: AblationSpec, row_id: str, runs: Sequence[FinishedRun]) ->
 
 def family_adjusted(p_values: Sequence[float | None], rule: str, method: str = "holm") -> list[float | None]:
     """Adjusted p-values of one A/A family, the first being the primary: ``gated`` (the graph of
-    :func:`reports.multiplicity.gated_graph`, the rest gated behind the first) or ``separate`` (the first alone,
+    :func:`reports.statistics.multiplicity.gated_graph`, the rest gated behind the first) or ``separate`` (the first alone,
     the rest one family adjusted by ``method``). An undefined p-value stays None and passes nothing on."""
     if rule == "gated":
         graph = gated_graph([0], [list(range(1, len(p_values)))])

@@ -24,7 +24,7 @@ from algos.campaign.ablations import AblationSpec, read_spec
 from algos.config.presets import ConfigError
 from reports.analysis.endpoints import step_factor, window_mean
 from reports.analysis.runs import FinishedRun, load_run
-from reports.design import TABLE_QUANTITY, Basis, check_basis, quantity_name, write_basis
+from reports.planning.fixed_design import TABLE_QUANTITY, Basis, check_basis, quantity_name, write_basis
 
 
 def basis_values(spec: AblationSpec, runs: dict[str, list[FinishedRun]]) -> dict[str, dict[str, dict[int, float]]]:

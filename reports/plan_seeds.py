@@ -1,4 +1,4 @@
-"""A spec's seed plan from its pilot runs: how many seeds each row runs (:mod:`reports.seed_plan`).
+"""A spec's seed plan from its pilot runs: how many seeds each row runs (:mod:`reports.planning.stein_plan`).
 
 The pilot is seeds 0..n₀−1 of every row (the spec's ``plan.pilot_seeds``). For every directional
 comparison of the report's family (the table's rows that have a paper number, every declared
@@ -26,8 +26,8 @@ from algos.campaign.ablations import AblationSpec, read_spec
 from algos.config.presets import ConfigError
 from algos.trainer.run_files import write_json
 from reports.analysis.family import Analysis, analyse
-from reports.seed_plan import PlannedComparison, seeds_needed, seeds_per_row
-from reports.stats import ADJUSTMENTS, verdict_level
+from reports.planning.stein_plan import PlannedComparison, seeds_needed, seeds_per_row
+from reports.statistics.comparisons import ADJUSTMENTS, verdict_level
 
 
 def pilot_differences(spec: AblationSpec, analysis: Analysis) -> list[tuple[str, str, str, list[float], float]]:

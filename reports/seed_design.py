@@ -4,7 +4,7 @@ the largest detectable effect against the campaign's cost.
 
 For each spec: one line per primary comparison (basis sd, design sd at the chosen evaluation size, seeds
 needed, what those seeds detect), the optimal final evaluation size per table-metric comparison
-(:func:`reports.design.optimal_problems`), then the curve: for every seed count per row and final set size,
+(:func:`reports.planning.fixed_design.optimal_problems`), then the curve: for every seed count per row and final set size,
 the campaign's core-hours under the basis' measured costs and the largest detectable effect among the
 spec's table-metric primaries, and, for each smallest effect asked of them, the seeds per row and the cost (80 % power, each at its share α/m of the family-wise level). Everything is
 computed from the basis, which no tested run is part of.
@@ -28,7 +28,7 @@ import numpy as np
 from algos.campaign.ablations import AblationSpec, read_spec
 from algos.config.presets import ConfigError
 from algos.trainer.metrics import metric_unit
-from reports.design import (
+from reports.planning.fixed_design import (
     TABLE_QUANTITY,
     Basis,
     campaign_seconds,
@@ -40,7 +40,7 @@ from reports.design import (
     read_basis,
     seeds_per_row,
 )
-from reports.stats import POWER, detectable_effect
+from reports.statistics.comparisons import POWER, detectable_effect
 
 
 def spec_basis(spec: AblationSpec) -> Basis:

@@ -32,7 +32,7 @@ from algos.campaign.sweeps import SweepSpec, as_overrides, open_storage, read_sw
 from algos.config.presets import ConfigError
 from algos.engine.provenance import git_commit
 from reports.render.pages import Page, run_report, write_page
-from reports.stats import format_estimate, seed_estimate
+from reports.statistics.comparisons import format_estimate, seed_estimate
 
 matplotlib.use("Agg")
 TOP_TRIALS = 5

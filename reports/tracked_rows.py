@@ -11,7 +11,7 @@ parent run the numbers its report shows:
   at one seed);
 - ``table/delta/mean|ci_low|ci_high``, ``table/delta/p``, ``table/delta/p_adjusted``,
   ``table/delta/detectable`` and ``table/p_improvement``: against the compared row, with the raw and
-  family-adjusted p-values and the effect the comparison could have detected (:mod:`reports.verdicts`);
+  family-adjusted p-values and the effect the comparison could have detected (:mod:`reports.statistics.verdicts`);
 - ``endpoint/<metric>/steps <first>-<last>/mean|ci_low|ci_high|n_seeds`` (and ``…/delta/…`` as above):
   each declared endpoint, in the metric's own units, over the window the runs were measured on;
 
@@ -48,9 +48,9 @@ from reports.analysis.endpoints import EndpointResult
 from reports.analysis.family import analyse
 from reports.analysis.rows import RowResult
 from reports.analysis.runs import FinishedRun
-from reports.seed_plan import read_plan
-from reports.stats import Comparison, Estimate
-from reports.verdicts import Judgement
+from reports.planning.stein_plan import read_plan
+from reports.statistics.comparisons import Comparison, Estimate
+from reports.statistics.verdicts import Judgement
 
 NOTE_TAG = "mlflow.note.content"  # the description the UI shows above an experiment or run
 VIEW_KEY = "ablation-table"

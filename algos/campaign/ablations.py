@@ -34,7 +34,7 @@ may declare ``claim: equivalent`` or ``claim: non_inferior``. An unknown key any
 it is read, naming the file, the row and the nearest valid key.
 
 A spec may declare a seed ``plan`` (run by the workflow with ``ablations.plan: true``; see
-:mod:`reports.seed_plan`): ``{pilot_seeds: 3, budget: "4 h", smallest_effect: "3 points"}``, the
+:mod:`reports.planning.stein_plan`): ``{pilot_seeds: 3, budget: "4 h", smallest_effect: "3 points"}``, the
 smallest effect of interest on the table's metric; every compared endpoint then declares its own
 ``smallest_effect``, a positive number in its metric's units or with a unit the metric allows
 (``"2 points"`` of a share, ``"2 tokens"`` of a length).
@@ -134,7 +134,7 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class SeedPlan:
-    """A spec's seed plan (:mod:`reports.seed_plan`): a pilot of ``pilot_seeds`` per row, then as many seeds
+    """A spec's seed plan (:mod:`reports.planning.stein_plan`): a pilot of ``pilot_seeds`` per row, then as many seeds
     as Stein's procedure asks, all runs of the spec within ``budget_seconds`` of training time.
     ``smallest_effect``: the smallest effect of interest on the table's metric, in its units; each
     endpoint declares its own."""

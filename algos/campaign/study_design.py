@@ -7,7 +7,7 @@ A spec's ``design`` reads::
     design:
       smallest_effect: "5 points"   # on the table's metric: the effect each primary comparison is sized for
       secondary: gated              # gated: a row's endpoints are tested once its primary is decided
-                                    #   (graphical procedure, reports.multiplicity); separate: their own family
+                                    #   (graphical procedure, reports.statistics.multiplicity); separate: their own family
       margin: "3 points"            # optional: the margin of rows that claim equivalence or non-inferiority
       basis: design_basis/dapo_table1.json   # optional: the per-seed results the seed counts are computed from
 

@@ -19,8 +19,8 @@ from algos.config.presets import ConfigError, config_hash
 from algos.config.schema import TrackingConfig
 from algos.trainer.tracking import tracking_uri
 from reports.analysis.runs import seed_list
-from reports.design import design_plan, read_basis
-from reports.seed_plan import read_plan
+from reports.planning.fixed_design import design_plan, read_basis
+from reports.planning.stein_plan import read_plan
 from eval.benchmarks.loaders import BENCHMARK_FILES, BENCHMARKS, BENCHMARKS_DIR_ENV
 
 spec_named = functools.cache(read_spec)  # every job's params read the same specs: parse each once
@@ -148,7 +148,7 @@ def designed(spec):
 
 @functools.cache
 def design_record(spec):
-    """The spec's fixed design at the campaign's final evaluation size (reports.design.design_plan)."""
+    """The spec's fixed design at the campaign's final evaluation size (reports.planning.fixed_design.design_plan)."""
     named = spec_named(spec)
     run = named.config(named.rows[0].id, BUDGET).run
     return design_plan(named, read_basis(named.design.basis), run.final_eval_problems or run.eval_problems)

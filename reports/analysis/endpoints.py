@@ -22,8 +22,8 @@ import numpy as np
 
 from algos.campaign.ablations import AblationSpec, Endpoint, Row
 from reports.analysis.runs import FinishedRun
-from reports.stats import Comparison, Estimate, seed_estimate
-from reports.verdicts import Judgement, compare_seeds
+from reports.statistics.comparisons import Comparison, Estimate, seed_estimate
+from reports.statistics.verdicts import Judgement, compare_seeds
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def measure(
     """Every declared (row, endpoint) measured on the row's finished runs, in the spec's order.
 
     runs_of: row id -> its finished runs. row_steps: row id -> its full-length ``run.steps``.
-    pilot_seeds: the campaign's seed plan pilot (None: not planned), see :func:`reports.verdicts.compare_seeds`.
+    pilot_seeds: the campaign's seed plan pilot (None: not planned), see :func:`reports.statistics.verdicts.compare_seeds`.
     """
 
     def values(row_id: str, endpoint: Endpoint) -> tuple[dict[int, float], tuple[int, int], bool]:

@@ -2,7 +2,7 @@
 
 Each compared row's primary comparison and its secondary ones (the table's metric where a mechanism
 endpoint is primary, and every other declared endpoint) are judged as the spec's design declares
-(:mod:`reports.verdicts`): a direction is called only where the adjusted p is at most 0.05, and an
+(:mod:`reports.statistics.verdicts`): a direction is called only where the adjusted p is at most 0.05, and an
 undecided comparison says what effect it could have detected. Every report and command that needs a spec's numbers reads them from
 :func:`analyse`, which reads each run's files once (:mod:`reports.analysis.runs`).
 """
@@ -18,8 +18,8 @@ from algos.campaign.ablations import AblationSpec
 from reports.analysis.endpoints import EndpointResult, measure
 from reports.analysis.rows import RowResult, measure_rows
 from reports.analysis.runs import FinishedRun
-from reports.stats import ADJUSTMENTS
-from reports.verdicts import PRIMARY, SECONDARY, Claim, judge_family
+from reports.statistics.comparisons import ADJUSTMENTS
+from reports.statistics.verdicts import PRIMARY, SECONDARY, Claim, judge_family
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def analyse(
 def judged(
     spec: AblationSpec, rows: list[RowResult], measured: list[EndpointResult], method: str
 ) -> tuple[list[RowResult], list[EndpointResult]]:
-    """Rows and endpoints with their judgements under the spec's design (:func:`reports.verdicts.judge_family`).
+    """Rows and endpoints with their judgements under the spec's design (:func:`reports.statistics.verdicts.judge_family`).
 
     An endpoint on the table's metric at the runs' last step is the table's own comparison, counted once.
     A spec without a design tests nothing.

@@ -16,8 +16,8 @@ from algos.campaign.ablations import AblationSpec, Row
 from algos.trainer.run_files import FINAL_FILE
 from reports.analysis.runs import FinishedRun, finished_runs
 from reports.analysis.scores import Score, read_score
-from reports.stats import Comparison, Estimate, seed_estimate
-from reports.verdicts import Judgement, compare_seeds
+from reports.statistics.comparisons import Comparison, Estimate, seed_estimate
+from reports.statistics.verdicts import Judgement, compare_seeds
 
 SELECTION = "final step of every run"
 

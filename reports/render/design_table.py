@@ -10,9 +10,9 @@ import math
 from algos.campaign.ablations import AblationSpec, Row
 from algos.trainer.metrics import metric_unit
 from reports.analysis.family import Analysis
-from reports.design import seeds_for
-from reports.stats import POWER, Comparison, Direction
-from reports.verdicts import Judgement
+from reports.planning.fixed_design import seeds_for
+from reports.statistics.comparisons import POWER, Comparison, Direction
+from reports.statistics.verdicts import Judgement
 
 HEADER = [
     "row",

@@ -9,7 +9,7 @@ on one y scale. Each row's effect is read in its own panel, not picked out of te
 
 A row's line is the mean over its seeds at every step that all of its seeds logged, and a shaded band
 spans the minimum to the maximum over those seeds, so the reader sees the spread of every run, not only
-an average (as ``reports.stats`` does for final numbers, the number of runs is always shown). Legends
+an average (as ``reports.statistics.comparisons`` does for final numbers, the number of runs is always shown). Legends
 sit outside the panels, below them, never over the data.
 
 Figures are drawn on ``matplotlib.figure.Figure`` objects rendered by the Agg canvas, never through

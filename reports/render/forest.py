@@ -19,8 +19,8 @@ from matplotlib.patches import Patch
 from algos.campaign.ablations import AblationSpec
 from reports.analysis.family import Analysis
 from reports.render.figures import DPI, png_bytes
-from reports.stats import Comparison, Direction
-from reports.verdicts import Judgement
+from reports.statistics.comparisons import Comparison, Direction
+from reports.statistics.verdicts import Judgement
 
 VERDICT_COLORS = {
     Direction.AGREES: "tab:green",

@@ -15,8 +15,8 @@ from reports.analysis.diagnostics import DIAGNOSTICS
 from reports.analysis.endpoints import EndpointResult
 from reports.analysis.rows import SELECTION, RowResult
 from reports.analysis.scores import protocol_summary
-from reports.stats import MINUS, Estimate, format_comparison, format_estimate, format_probability
-from reports.verdicts import p_cells
+from reports.statistics.comparisons import MINUS, Estimate, format_comparison, format_estimate, format_probability
+from reports.statistics.verdicts import p_cells
 
 HEADER = [
     "row",

@@ -7,9 +7,9 @@ import pytest
 from algos.campaign.ablations import Endpoint, Row
 from reports.analysis.endpoints import EndpointResult
 from reports.analysis.rows import RowResult
-from reports.stats import Comparison, Direction, Estimate
+from reports.statistics.comparisons import Comparison, Direction, Estimate
 from reports.tracked_rows import row_metrics, runs_view_link, table_view
-from reports.verdicts import Judgement
+from reports.statistics.verdicts import Judgement
 
 ROW = Row("clip_higher", "+ Clip-Higher", 38.0, "dapo", {"policy_loss.clip_eps_high": 0.28}, "overlong_filtering")
 ENTROPY = Endpoint("actor/entropy", (30, 60), "up", "DAPO §3.1")

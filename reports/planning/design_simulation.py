@@ -8,16 +8,16 @@ two modes ± its sd with equal chance, which is also its sd), and seed i of ever
 streams (the rows of a campaign are paired by seed). Each simulated table:
 
 - fixed: draws an independent basis of ``basis_seeds`` per row, sizes every primary with
-  :func:`reports.design.fixed_design`, then draws the tested seeds afresh;
+  :func:`reports.planning.fixed_design.fixed_design`, then draws the tested seeds afresh;
 - stein: draws a pilot of ``basis_seeds`` per row, sizes each comparison with
-  :func:`reports.seed_plan.seeds_needed` at its share of the level, then adds the seeds and tests every
-  comparison with :func:`reports.stats.stein_test` on the pilot's degrees of freedom;
+  :func:`reports.planning.stein_plan.seeds_needed` at its share of the level, then adds the seeds and tests every
+  comparison with :func:`reports.statistics.comparisons.stein_test` on the pilot's degrees of freedom;
 
-then judges the primaries as one family (:func:`reports.verdicts.judge_family`). A false positive is any
+then judges the primaries as one family (:func:`reports.statistics.verdicts.judge_family`). A false positive is any
 primary called under the global null; power is the share of primaries called in their declared direction
 when every row differs by its smallest effect.
 
-Command line: ``python -m reports.design_simulation --spec vapo_table1 [--simulations 2000]``.
+Command line: ``python -m reports.planning.design_simulation --spec vapo_table1 [--simulations 2000]``.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from algos.campaign.ablations import AblationSpec, Row, read_spec
-from reports.design import TABLE_QUANTITY, Basis, fixed_design, seeds_per_row
-from reports.seed_plan import PlannedComparison, seeds_needed
-from reports.seed_plan import seeds_per_row as stein_seeds_per_row
-from reports.stats import LEVEL, Comparison, paired_t, stein_test
-from reports.verdicts import PRIMARY, Claim, judge_family
+from reports.planning.fixed_design import TABLE_QUANTITY, Basis, fixed_design, seeds_per_row
+from reports.planning.stein_plan import PlannedComparison, seeds_needed
+from reports.planning.stein_plan import seeds_per_row as stein_seeds_per_row
+from reports.statistics.comparisons import LEVEL, Comparison, paired_t, stein_test
+from reports.statistics.verdicts import PRIMARY, Claim, judge_family
 
 DESIGNS = ("fixed", "stein")
 SD_RANGE = (0.005, 0.05)  # per-seed sd of a row's differences: half a point to five points of accuracy
@@ -182,7 +182,7 @@ def _sign(row: Row) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports.design_simulation", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m reports.planning.design_simulation", description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec", default="vapo_table1", help="the table whose rows and effects are simulated")
     parser.add_argument("--simulations", type=int, default=2000, help="null tables, and as many alternative ones")
     parser.add_argument("--seed", type=int, default=0)

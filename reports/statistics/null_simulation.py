@@ -4,10 +4,10 @@ interval covers the true mean, at the seed counts of a campaign.
 Seeds are simulated as a campaign's runs behave: with common random numbers, seed i of a row and seed i
 of the row it is compared with share part of their noise (correlation ``correlation``), and a row and
 its reference come from the same distribution (the null). Each procedure is applied through the
-public functions of :mod:`reports.stats` (or, for the percentile bootstrap the tables used before,
+public functions of :mod:`reports.statistics.comparisons` (or, for the percentile bootstrap the tables used before,
 ``scipy.stats.bootstrap``), so the rates measure what a report would do.
 
-Command line: ``python -m reports.null_simulation [--simulations 4000]`` prints the table the README's
+Command line: ``python -m reports.statistics.null_simulation [--simulations 4000]`` prints the table the README's
 statistics section shows: the percentile bootstrap beside the t procedures, for n = 2, 3, 5, 10.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
-from reports import stats as harness_stats
+from reports.statistics import comparisons as harness_stats
 
 SEED_COUNTS = (2, 3, 5, 10)
 CORRELATION = 0.5
@@ -115,7 +115,7 @@ def table(simulations: int, seed: int = 0) -> list[list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports.null_simulation", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m reports.statistics.null_simulation", description=__doc__.split("\n\n")[0])
     parser.add_argument("--simulations", type=int, default=4000, help="simulated campaigns per cell")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

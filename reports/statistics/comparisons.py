@@ -13,7 +13,7 @@ Welch's t keeps its level at small n, bootstrap tests do not):
 - a row against the row it is compared with, run with the same seeds (seed i of both rows shares its
   random streams, so seed noise partly cancels): paired t on the per-seed differences; with different
   seed sets: Welch's t (:func:`compare`); in a campaign whose seeds were planned from a pilot, Stein's
-  second-stage t (:func:`stein_test`, the plan in :mod:`reports.seed_plan`);
+  second-stage t (:func:`stein_test`, the plan in :mod:`reports.planning.stein_plan`);
 - beside each, a distribution-free check: the exact sign-flip (paired) or permutation (unpaired)
   p-value, with the smallest p it can reach at that n (paired n = 3: 0.25, so it can never reach 0.05);
 - a table is a family: :func:`adjust` turns its raw p-values into Holm (Holm 1979; default) or

@@ -10,7 +10,7 @@ pilot's *variance only*:
 2. the comparison needs N = max(n₀, ⌈(t(1 − α/2, n₀ − 1) + t(power, n₀ − 1))² · s₀² / δ²⌉) seeds in
    all, for a smallest effect of interest δ, level α and power;
 3. after N seeds, T = Δ̄_N / (s₀ / √N) with Δ̄_N the mean of all N differences is compared with
-   t(n₀ − 1) (:func:`reports.stats.stein_test`). Under normal seed noise Δ̄_N is independent of s₀
+   t(n₀ − 1) (:func:`reports.statistics.comparisons.stein_test`). Under normal seed noise Δ̄_N is independent of s₀
    (the sample mean and variance of normal draws are independent, and N depends on s₀ alone), so T is
    exactly t with n₀ − 1 degrees of freedom whatever N came out: the level holds, also when a budget
    caps N below what it asked for (the cap costs power, not level).
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from reports.stats import LEVEL, POWER, stein_test
+from reports.statistics.comparisons import LEVEL, POWER, stein_test
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from reports.seed_plan import PlannedComparison, seeds_needed, seeds_per_row, simulate_planned_rejections
+from reports.planning.stein_plan import PlannedComparison, seeds_needed, seeds_per_row, simulate_planned_rejections
 
 
 def t_quantile_df2(q: float) -> float:

@@ -4,14 +4,14 @@ Each compared row has one primary comparison (:mod:`algos.campaign.study_design`
 against its compared row in the paper's direction, a flagged mechanism endpoint, or a margin claim
 (equivalent, non-inferior). The table's primaries are its family, each holding α/m; the row's other
 comparisons are secondary, tested either gated (a row's secondaries share what its primary passes on once
-rejected: the graphical procedure of :mod:`reports.multiplicity`, family-wise over both) or as a
+rejected: the graphical procedure of :mod:`reports.statistics.multiplicity`, family-wise over both) or as a
 separate family at the full level. A direction is called only where the adjusted p-value is at most the
 level; every undecided comparison carries the smallest effect it could have detected (80 % power at the
 share of the level it is tested at, from its own spread and n). The same hypothesis reached twice (an
 endpoint that is the table's metric at the final step) counts once.
 
-With a seed plan (:mod:`reports.seed_plan`), a comparison is Stein's second-stage test
-(:func:`reports.stats.stein_test`) over every seed both rows ran, the first ``pilot_seeds`` being the pilot.
+With a seed plan (:mod:`reports.planning.stein_plan`), a comparison is Stein's second-stage test
+(:func:`reports.statistics.comparisons.stein_test`) over every seed both rows ran, the first ``pilot_seeds`` being the pilot.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from algos.campaign.study_design import SECONDARY_RULES
-from reports.multiplicity import adjusted_p_values, gated_graph
-from reports.stats import (
+from reports.statistics.multiplicity import adjusted_p_values, gated_graph
+from reports.statistics.comparisons import (
     LEVEL,
     POWER,
     Comparison,
@@ -117,7 +117,7 @@ def judge_family(
     """Every claim's judgement (same order as ``claims``), the family-wise level kept over all of them.
 
     The primaries are the family: each holds level/m. ``secondary`` says how the rest are tested:
-    gated (the graph of :func:`reports.multiplicity.gated_graph`: a row's secondaries share what its primary
+    gated (the graph of :func:`reports.statistics.multiplicity.gated_graph`: a row's secondaries share what its primary
     passes on once rejected; Holm's procedure over the primaries where no row has secondaries) or
     separate (a second family at the full level). ``method`` adjusts each family of ``separate``: holm, or
     bh (Benjamini–Hochberg: the false discovery rate instead of the family-wise rate). A hypothesis whose

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from reports.multiplicity import Graph, adjusted_p_values, gated_graph, holm_graph
-from reports.stats import adjust
+from reports.statistics.multiplicity import Graph, adjusted_p_values, gated_graph, holm_graph
+from reports.statistics.comparisons import adjust
 
 
 def test_a_gated_graph_worked_by_hand():

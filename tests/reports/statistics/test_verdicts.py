@@ -3,8 +3,8 @@
 import pytest
 from scipy import stats
 
-from reports.stats import Direction, margin_p_value, paired_t
-from reports.verdicts import PRIMARY, SECONDARY, Claim, judge_family
+from reports.statistics.comparisons import Direction, margin_p_value, paired_t
+from reports.statistics.verdicts import PRIMARY, SECONDARY, Claim, judge_family
 
 
 def test_margin_p_values_by_hand():

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from reports import null_simulation as sim
-from reports.stats import (
+from reports.statistics import null_simulation as sim
+from reports.statistics.comparisons import (
     Comparison,
     Direction,
     Estimate,

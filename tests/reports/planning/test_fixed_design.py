@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from algos.campaign.ablations import read_spec
-from reports.design import (
+from reports.planning.fixed_design import (
     ASSURANCE,
     TABLE_QUANTITY,
     Basis,
@@ -24,7 +24,7 @@ from reports.design import (
     write_basis,
 )
 from reports import seed_design
-from reports.stats import detectable_effect
+from reports.statistics.comparisons import detectable_effect
 
 
 def dapo_basis(spread=None, problems=1024):

@@ -10,14 +10,14 @@ evaluated problem cost. From it, each compared row's primary comparison gets:
   :data:`ASSURANCE` upper confidence bound (:func:`upper_variance`), and a table-metric primary is sized
   for the larger of its own and the pooled bound of the spec's table-metric primaries (a row whose three
   seeds happened to agree is not left underpowered); an endpoint primary, in its own units, for its own.
-  :data:`ASSURANCE` = 0.6 was chosen on simulated tables (:mod:`reports.design_simulation`, seed sds 10×
+  :data:`ASSURANCE` = 0.6 was chosen on simulated tables (:mod:`reports.planning.design_simulation`, seed sds 10×
   apart, one bimodal row): at 0.5 the mean power came out 0.78, at 0.6 0.83, at 0.7 0.87 for 1.3× the seeds;
 - for the table's metric (a share sampled once per problem at T = 1), the sd at another final evaluation
   size N: the basis variance less its evaluation part, plus the evaluation part at N. A share's sampling
   variance on N problems is at most a(1 − a)/N, so a difference of two rows at accuracies a and b carries
   at most (a(1 − a) + b(1 − b))/N of it (:func:`difference_variance`);
 - its seeds: the fewest n ≥ 2 whose paired t-test at the comparison's share of the level (α/m for one of m
-  primaries) detects the smallest effect with 80 % power (:func:`reports.stats.detectable_effect`); a margin
+  primaries) detects the smallest effect with 80 % power (:func:`reports.statistics.comparisons.detectable_effect`); a margin
   claim the fewest whose two one-sided tests show it at Δ = 0 with that power. A row runs the most seeds
   any of its comparisons asks, so paired comparisons keep their seed pairs.
 
@@ -39,7 +39,7 @@ import numpy as np
 from scipy import stats
 
 from algos.campaign.ablations import AblationSpec, Row
-from reports.stats import LEVEL, POWER, detectable_effect
+from reports.statistics.comparisons import LEVEL, POWER, detectable_effect
 
 BASIS_FIELDS = (
     "spec",
@@ -262,7 +262,7 @@ def seeds_per_row(spec: AblationSpec, designs: Sequence[ComparisonDesign]) -> di
 
 
 def design_plan(spec: AblationSpec, basis: Basis, problems: int) -> dict:
-    """The fixed design as a campaign's seed plan (read by :func:`reports.seed_plan.read_plan`): each row's seeds,
+    """The fixed design as a campaign's seed plan (read by :func:`reports.planning.stein_plan.read_plan`): each row's seeds,
     numbered after the basis' last seed so no tested run repeats a basis run, sized at ``problems`` final
     problems; the comparisons that would need more than :data:`MAX_SEEDS` are named as unresolved."""
     designs = fixed_design(spec, basis, problems)
