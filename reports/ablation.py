@@ -31,13 +31,14 @@ from algos.config.presets import ConfigError
 from reports.analysis.diagnostics import row_diagnostics, run_warnings
 from reports.analysis.family import analyse
 from reports.analysis.provenance import declaration_warnings, environment_warnings, provenance, spec_file_state
+from reports.planning.stein_plan import read_plan
 from reports.render import design_table, tables
 from reports.render.endpoint_figures import accuracy_per_sample_figure, endpoint_figure
 from reports.render.figures import figure_grid
 from reports.render.forest import forest_plot
 from reports.render.pages import Page, Table, run_report, write_page
-from reports.planning.stein_plan import read_plan
-from reports.statistics.comparisons import ADJUSTMENTS, LEVEL
+from reports.statistics.comparisons import LEVEL
+from reports.statistics.multiplicity import ADJUSTMENTS
 from reports.statistics.verdicts import resolution_note
 
 

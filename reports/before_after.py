@@ -23,7 +23,8 @@ from pathlib import Path
 from algos.config.presets import load_config
 from algos.trainer import run_files
 from eval.benchmarks.metrics import interval_over_problems
-from reports.statistics.comparisons import format_p, paired_t
+from reports.render.cells import format_p
+from reports.statistics.comparisons import paired_t
 
 
 def held_out_problems(run: Path) -> int:

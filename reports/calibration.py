@@ -40,10 +40,11 @@ from algos.campaign.ablations import AblationSpec, Endpoint, read_spec
 from algos.config.presets import ConfigError
 from reports.analysis.endpoints import step_factor, window_mean
 from reports.analysis.runs import FinishedRun, finished_runs
-from reports.statistics.multiplicity import adjusted_p_values, gated_graph
+from reports.render.cells import MINUS
 from reports.render.figures import DPI, png_bytes
 from reports.render.pages import Page, run_report, write_page
-from reports.statistics.comparisons import ADJUSTMENTS, LEVEL, MINUS, adjust, paired_t, welch_t
+from reports.statistics.comparisons import LEVEL, paired_t, welch_t
+from reports.statistics.multiplicity import ADJUSTMENTS, adjust, adjusted_p_values, gated_graph
 
 TESTS: dict[str, Callable] = {
     "paired t (as a table pairs seeds)": lambda a, b: paired_t(a, b, distribution_free=False).p_value,

@@ -27,7 +27,8 @@ from algos.config.presets import ConfigError
 from algos.trainer.run_files import write_json
 from reports.analysis.family import Analysis, analyse
 from reports.planning.stein_plan import PlannedComparison, seeds_needed, seeds_per_row
-from reports.statistics.comparisons import ADJUSTMENTS, verdict_level
+from reports.statistics.comparisons import verdict_level
+from reports.statistics.multiplicity import ADJUSTMENTS
 
 
 def pilot_differences(spec: AblationSpec, analysis: Analysis) -> list[tuple[str, str, str, list[float], float]]:

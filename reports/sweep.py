@@ -31,8 +31,9 @@ import yaml
 from algos.campaign.sweeps import SweepSpec, as_overrides, open_storage, read_sweep
 from algos.config.presets import ConfigError
 from algos.engine.provenance import git_commit
+from reports.render.cells import format_estimate
 from reports.render.pages import Page, run_report, write_page
-from reports.statistics.comparisons import format_estimate, seed_estimate
+from reports.statistics.comparisons import seed_estimate
 
 matplotlib.use("Agg")
 TOP_TRIALS = 5

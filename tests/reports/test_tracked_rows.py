@@ -8,8 +8,8 @@ from algos.campaign.ablations import Endpoint, Row
 from reports.analysis.endpoints import EndpointResult
 from reports.analysis.rows import RowResult
 from reports.statistics.comparisons import Comparison, Direction, Estimate
-from reports.tracked_rows import row_metrics, runs_view_link, table_view
 from reports.statistics.verdicts import Judgement
+from reports.tracked_rows import row_metrics, runs_view_link, table_view
 
 ROW = Row("clip_higher", "+ Clip-Higher", 38.0, "dapo", {"policy_loss.clip_eps_high": 0.28}, "overlong_filtering")
 ENTROPY = Endpoint("actor/entropy", (30, 60), "up", "DAPO §3.1")

@@ -11,6 +11,7 @@ import pytest
 
 from algos.campaign.preflight import check_database, check_slurm, check_tracking, resource_values
 from algos.config.presets import ConfigError
+from tests.requirements import require_extra
 
 
 def free_port() -> int:
@@ -59,7 +60,7 @@ def test_local_stores_need_no_check(uri):
 
 
 def test_a_database_that_refuses_hides_the_password_and_gives_the_drivers_reason():
-    pytest.importorskip("psycopg2", reason="needs the 'cluster' extra")
+    require_extra("cluster", module="psycopg2")
     url = f"postgresql://harness:secret-word@127.0.0.1:{free_port()}/optuna"
     with pytest.raises(ConfigError) as raised:
         check_database(url, "workflow config sweeps.storage")

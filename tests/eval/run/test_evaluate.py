@@ -4,6 +4,7 @@ import math
 import pytest
 
 from eval.benchmarks.suites import SUITES, answer_judge
+from eval.run.engines import generation_steps
 from eval.run.evaluate import (
     METRICS_FILE,
     PROTOCOL_FILE,
@@ -18,7 +19,6 @@ from eval.run.evaluate import (
     sample_grid,
     throughput,
 )
-from eval.run.engines import generation_steps
 from eval.tasks.records import Problem, read_problems, write_problems
 from eval.tasks.synthetic import extract_answer, grade
 

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from algos.campaign.ablations import read_spec
-from reports.planning.design_simulation import draw_table, noise_shape, shifts_for, simulate
+from reports.planning.design_simulation import noise_shape, shifts_for, simulate
 
 SIMULATIONS = 800
 

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from algos.campaign.ablations import read_spec
+from reports import seed_design
 from reports.planning.fixed_design import (
     ASSURANCE,
     TABLE_QUANTITY,
@@ -23,7 +24,6 @@ from reports.planning.fixed_design import (
     upper_variance,
     write_basis,
 )
-from reports import seed_design
 from reports.statistics.comparisons import detectable_effect
 
 

@@ -7,24 +7,22 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from reports.render.cells import format_comparison, format_estimate, format_p
 from reports.statistics import null_simulation as sim
 from reports.statistics.comparisons import (
     Comparison,
     Direction,
     Estimate,
-    adjust,
     compare,
     detectable_effect,
     direction_agrees,
-    format_comparison,
-    format_estimate,
-    format_p,
     paired_t,
     seed_estimate,
     stein_test,
     verdict_level,
     welch_t,
 )
+from reports.statistics.multiplicity import adjust
 
 # t(0.975, 2) in closed form: with 2 df, P(|T| < t) = t / sqrt(t^2 + 2), set to 0.95.
 T_975_DF2 = math.sqrt(2 * 0.95**2 / (1 - 0.95**2))

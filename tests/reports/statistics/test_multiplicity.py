@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from reports.statistics.multiplicity import Graph, adjusted_p_values, gated_graph, holm_graph
-from reports.statistics.comparisons import adjust
+from reports.statistics.multiplicity import Graph, adjust, adjusted_p_values, gated_graph, holm_graph
 
 
 def test_a_gated_graph_worked_by_hand():
