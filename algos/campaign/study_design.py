@@ -10,6 +10,11 @@ A spec's ``design`` reads::
                                     #   (graphical procedure, reports.statistics.multiplicity); separate: their own family
       margin: "3 points"            # optional: the margin of rows that claim equivalence or non-inferiority
       basis: design_basis/dapo_table1.json   # optional: the per-seed results the seed counts are computed from
+      sequential:                   # optional: a group-sequential design (needs the basis)
+        looks: [4, 8, 12, 16, 24, 32]   # seed counts at which each comparison is judged, increasing
+        max_seeds: 32               # optional: the most seeds a row runs (default: the last look)
+        spending: obrien_fleming    # optional: how the level is spent over the looks, obrien_fleming (default) or pocock
+        first_seed: 15              # the first tested seed, after every seed an earlier campaign reported
 
 A compared row's primary comparison is, by default, the table's metric at the last step against the row
 it is compared with, in the direction of the paper's numbers. A row may instead flag one of its
@@ -32,7 +37,11 @@ from algos.trainer.metrics import metric_unit
 
 SECONDARY_RULES = ("gated", "separate")
 CLAIMS = ("equivalent", "non_inferior")
-DESIGN_FIELDS = ("smallest_effect", "secondary", "margin", "basis")
+SPENDING_RULES = ("obrien_fleming", "pocock")
+"""Lan–DeMets spending functions a sequential design may name (reports.statistics.sequential computes them)."""
+DESIGN_FIELDS = ("smallest_effect", "secondary", "margin", "basis", "sequential")
+SEQUENTIAL_FIELDS = ("looks", "max_seeds", "spending", "first_seed")
+REQUIRED_SEQUENTIAL_FIELDS = ("looks", "first_seed")
 REQUIRED_DESIGN_FIELDS = ("smallest_effect", "secondary")
 EFFECT_UNITS = {"share": {"points": 0.01, "%": 0.01}, "tokens": {"tokens": 1.0}, "value": {}}
 """Metric unit -> the units a smallest effect may be written in, and what one of them is in the metric's units."""
@@ -40,14 +49,28 @@ QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(\S+)\s*$")
 
 
 @dataclass(frozen=True)
+class Sequential:
+    """A group-sequential design: each comparison judged at ``looks`` seeds (increasing, capped at the spec's
+    max_seeds, the last the most a row runs), the level spent by ``spending`` (one of :data:`SPENDING_RULES`);
+    tested seeds are numbered from ``first_seed``. Each primary is decided as agrees, disagrees or equivalent
+    within ±margin (the design's margin, else the primary's smallest effect), or undecided after its last look."""
+
+    looks: tuple[int, ...]
+    spending: str
+    first_seed: int
+
+
+@dataclass(frozen=True)
 class StudyDesign:
     """A spec's declared design. smallest_effect and margin: in the table metric's units (margin None: no
-    claims). secondary: one of :data:`SECONDARY_RULES`. basis: the design basis file, None without one."""
+    claims). secondary: one of :data:`SECONDARY_RULES`. basis: the design basis file, None without one.
+    sequential: the group-sequential design, None for a fixed number of seeds."""
 
     smallest_effect: float
     secondary: str
     margin: float | None = None
     basis: Path | None = None
+    sequential: Sequential | None = None
 
 
 @dataclass(frozen=True)
@@ -104,15 +127,50 @@ def parse_design(entry: Any, metric: str, where: str, specs_dir: Path) -> StudyD
         raise ConfigError(f"{where}: missing {', '.join(missing)} (a design declares every primary's smallest effect)")
     if entry["secondary"] not in SECONDARY_RULES:
         raise ConfigError(f"{where}: secondary '{entry['secondary']}' is not one of: {', '.join(SECONDARY_RULES)}")
+    sequential = parse_sequential(entry["sequential"], f"{where}: sequential") if "sequential" in entry else None
     basis = entry.get("basis")
     if basis is not None and (not isinstance(basis, str) or not (specs_dir / basis).is_file()):
         raise ConfigError(f"{where}: basis {basis!r} is not a file under {specs_dir}")
+    if sequential is not None and basis is None:
+        raise ConfigError(f"{where}: a sequential design sizes each comparison's looks from a design basis; add 'basis'")
     return StudyDesign(
         smallest_effect=parse_effect(entry["smallest_effect"], metric, f"{where}: smallest_effect"),
         secondary=entry["secondary"],
         margin=parse_effect(entry["margin"], metric, f"{where}: margin") if "margin" in entry else None,
         basis=None if basis is None else specs_dir / basis,
+        sequential=sequential,
     )
+
+
+def parse_sequential(entry: Any, where: str) -> Sequential:
+    """The design's ``sequential`` mapping (see the module's docstring); any fault fails naming ``where`` and the key."""
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be a mapping with {', '.join(REQUIRED_SEQUENTIAL_FIELDS)}; got {entry!r}")
+    for key in entry:
+        if key not in SEQUENTIAL_FIELDS:
+            raise unknown_key_error(where, key, SEQUENTIAL_FIELDS)
+    missing = [key for key in REQUIRED_SEQUENTIAL_FIELDS if key not in entry]
+    if missing:
+        raise ConfigError(f"{where}: missing {', '.join(missing)}")
+    looks = entry["looks"]
+    if (
+        not isinstance(looks, list)
+        or not looks
+        or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 2 for n in looks)
+        or any(later <= earlier for earlier, later in zip(looks, looks[1:], strict=False))
+    ):
+        raise ConfigError(f"{where}: looks must be increasing seed counts, each at least 2 (e.g. [4, 8, 12]); got {looks!r}")
+    most = entry.get("max_seeds", looks[-1])
+    if not isinstance(most, int) or isinstance(most, bool) or most < looks[0]:
+        raise ConfigError(f"{where}: max_seeds {most!r} is below the first look ({looks[0]} seeds); raise it or drop it")
+    spending = entry.get("spending", SPENDING_RULES[0])
+    if spending not in SPENDING_RULES:
+        raise ConfigError(f"{where}: spending '{spending}' is not one of: {', '.join(SPENDING_RULES)}")
+    first = entry["first_seed"]
+    if not isinstance(first, int) or isinstance(first, bool) or first < 0:
+        raise ConfigError(f"{where}: first_seed must be a seed number (an integer >= 0); got {first!r}")
+    capped = [n for n in looks if n < most] + [most]
+    return Sequential(looks=tuple(capped), spending=spending, first_seed=first)
 
 
 def resolve_primary(
@@ -169,6 +227,11 @@ def check_basis_file(design: StudyDesign, spec: str, metric: str, rows: list[str
         raise ConfigError(
             f"{where}: basis {design.basis.name} is of spec '{record.get('spec')}' on {record.get('metric')}, "
             f"not '{spec}' on {metric}"
+        )
+    if design.sequential is not None and design.sequential.first_seed <= max(record.get("seeds") or [-1]):
+        raise ConfigError(
+            f"{where}: sequential first_seed {design.sequential.first_seed} would test again a seed of the basis "
+            f"{design.basis.name} (seeds {record.get('seeds')}); number the tested seeds after them"
         )
     if sorted(record["values"]) != sorted(rows):
         missing, extra = sorted(set(rows) - set(record["values"])), sorted(set(record["values"]) - set(rows))

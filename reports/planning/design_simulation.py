@@ -58,17 +58,22 @@ class SimulatedRates:
     mean_seeds: float
 
 
-def noise_shape(spec: AblationSpec) -> dict[str, float]:
-    """Row -> the sd of its per-seed noise: evenly spaced on a log scale over :data:`SD_RANGE`, in row order."""
+def noise_shape(spec: AblationSpec, sd_range: tuple[float, float] = SD_RANGE) -> dict[str, float]:
+    """Row -> the sd of its per-seed noise: evenly spaced on a log scale over ``sd_range``, in row order."""
     rows = [row.id for row in spec.rows]
-    return dict(zip(rows, np.geomspace(*SD_RANGE, len(rows)).tolist(), strict=True))
+    return dict(zip(rows, np.geomspace(*sd_range, len(rows)).tolist(), strict=True))
 
 
 def draw_table(
-    spec: AblationSpec, seeds: dict[str, int], shifts: dict[str, float], rng: np.random.Generator, bimodal: str
+    spec: AblationSpec,
+    seeds: dict[str, int],
+    shifts: dict[str, float],
+    rng: np.random.Generator,
+    bimodal: str,
+    sd_range: tuple[float, float] = SD_RANGE,
 ) -> dict[str, dict[int, float]]:
     """Row -> seed -> value: a shared per-seed component, each row's own noise, its shift; ``bimodal`` ± its sd."""
-    sds = noise_shape(spec)
+    sds = noise_shape(spec, sd_range)
     most = max(seeds.values())
     shared = rng.standard_normal(most)
     values = {}

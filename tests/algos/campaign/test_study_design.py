@@ -1,5 +1,7 @@
 """A spec's study design: one primary comparison per compared row, read and checked when the spec is read."""
 
+import json
+
 import pytest
 import yaml
 
@@ -111,3 +113,48 @@ def test_a_spec_without_a_design_may_only_describe(tmp_path):
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump({**body, "reference": "full", "rows": rows}))
     with pytest.raises(ConfigError, match="row 'b' has a comparison to test but the spec declares no 'design'"):
         read_spec("mine", tmp_path)
+
+
+SEQUENTIAL = {"looks": [4, 8, 12, 16], "spending": "pocock", "first_seed": 3}
+
+
+def with_basis(tmp_path, seeds=(0, 1, 2)):
+    """A design basis of the test spec (rows full and b) beside it."""
+    values = {row: {"final": {str(s): 0.5 for s in seeds}} for row in ("full", "b")}
+    basis = {"spec": "mine", "metric": "eval/test/accuracy_t1", "values": values, "seeds": list(seeds)}
+    (tmp_path / "basis.json").write_text(json.dumps(basis))
+    return {**DESIGN, "basis": "basis.json"}
+
+
+def test_a_sequential_design_is_read_with_its_looks_capped_at_the_most_seeds(tmp_path):
+    design = {**with_basis(tmp_path), "sequential": {**SEQUENTIAL, "max_seeds": 10}}
+    spec = read_spec("mine", spec_dir(tmp_path, [{"id": "b", "paper": 40}], design=design))
+    assert spec.design.sequential.looks == (4, 8, 10) and spec.design.sequential.first_seed == 3
+    plain = {**with_basis(tmp_path), "sequential": {"looks": [4, 8], "first_seed": 3}}
+    assert read_spec("mine", spec_dir(tmp_path, [{"id": "b", "paper": 40}], design=plain)).design.sequential.spending == (
+        "obrien_fleming"
+    )
+
+
+@pytest.mark.parametrize(
+    ("sequential", "extra", "message"),
+    [
+        ({**SEQUENTIAL, "looks": [8, 4]}, {}, r"sequential: looks must be increasing seed counts.*got \[8, 4\]"),
+        ({**SEQUENTIAL, "looks": [1, 4]}, {}, "each at least 2"),
+        ({**SEQUENTIAL, "max_seeds": 2}, {}, r"max_seeds 2 is below the first look \(4 seeds\)"),
+        ({**SEQUENTIAL, "spending": "haybittle"}, {}, "spending 'haybittle' is not one of: obrien_fleming, pocock"),
+        ({**SEQUENTIAL, "look": [4]}, {}, "unknown key 'look' \\(did you mean 'looks'\\?\\)"),
+        ({"looks": [4, 8]}, {}, "sequential: missing first_seed"),
+        ({**SEQUENTIAL, "first_seed": 2}, {}, "first_seed 2 would test again a seed of the basis basis.json"),
+        (SEQUENTIAL, {"margin": 0}, "margin must be a positive number"),
+        (SEQUENTIAL, {"margin": 5}, 'is a share.*"5 points"'),
+        (SEQUENTIAL, {"margin": "5 tokens"}, "margin must be .* with a unit: points, %"),
+        (SEQUENTIAL, {"basis": None}, "a sequential design sizes each comparison's looks from a design basis"),
+    ],
+)
+def test_a_bad_sequential_design_fails_naming_the_file_and_key(tmp_path, sequential, extra, message):
+    design = {**with_basis(tmp_path), "sequential": sequential, **extra}
+    design = {key: value for key, value in design.items() if value is not None}
+    with pytest.raises(ConfigError, match=message) as error:
+        read_spec("mine", spec_dir(tmp_path, [{"id": "b", "paper": 40}], design=design))
+    assert "mine.yaml: design" in str(error.value)

@@ -1,0 +1,107 @@
+"""Each comparison's looks under a group-sequential design: the declared seed counts up to the least one whose
+maximum gives the decision its power, sized from a design basis that no tested run is part of.
+
+A comparison must decide both ways with ``power``: call the direction when Δ is ±margin (the two-sided test at its
+share a of the level) and show equivalence when Δ = 0 (both one-sided tests at a). A fixed sample needs the most
+seeds either asks (:func:`reports.planning.fixed_design.seeds_for`, paired t); spending the level over K looks costs
+a factor R = ((b_K + z_β) / (z + z_β))², b_K the last boundary and z the fixed test's critical value (Jennison &
+Turnbull 2000, §2.6: the group-sequential design's maximum information over the fixed one's); the maximum is the
+least declared look at or above R times the fixed count (the last declared look where none is), and the looks are
+the declared ones up to it. The level holds whatever the basis says; the basis decides the power and the cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from scipy import stats
+
+from algos.campaign.ablations import AblationSpec, Row
+from reports.planning.fixed_design import Basis, fixed_design, seeds_for
+from reports.statistics.comparisons import LEVEL, POWER
+from reports.statistics.sequential import boundaries
+
+ASSURANCE = 0.8
+"""The one-sided upper bound of a basis variance that a comparison's maximum is sized for (see the module's docstring)."""
+
+
+def inflation(looks: Sequence[int], level: float, power: float, spending: str) -> float:
+    """R: the seeds a design over ``looks`` needs for ``power``, over a fixed design's (the larger of the direction's
+    and the equivalence's factor)."""
+    fractions = tuple(n / looks[-1] for n in looks)
+    two, one = boundaries(fractions, level, spending, True)[-1], boundaries(fractions, level, spending, False)[-1]
+    beta, half_beta = stats.norm.ppf(power), stats.norm.ppf(1 - (1 - power) / 2)
+    direction = ((two + beta) / (stats.norm.isf(level / 2) + beta)) ** 2
+    equivalence = ((one + half_beta) / (stats.norm.isf(level) + half_beta)) ** 2
+    return float(max(direction, equivalence))
+
+
+def comparison_looks(
+    sd: float, margin: float, level: float, looks: Sequence[int], spending: str, power: float = POWER
+) -> tuple[int, ...]:
+    """The looks of one comparison whose per-seed differences have sd ``sd`` (see the module's docstring)."""
+    declared = sorted(int(n) for n in looks)
+    direction, _ = seeds_for(sd, margin, level, power, None)
+    equivalence, _ = seeds_for(sd, margin, level, power, "equivalent")
+    fixed = max(direction or math.inf, equivalence or math.inf)
+    maximum = declared[0]
+    for _ in range(len(declared)):  # R depends on the looks below the maximum: settle both together
+        inflated = fixed * inflation(declared[: declared.index(maximum) + 1], level, power, spending)
+        wanted = next((n for n in declared if n >= inflated), declared[-1])
+        if wanted == maximum:
+            break
+        maximum = wanted
+    return tuple(n for n in declared if n <= maximum)
+
+
+def comparison_margin(spec: AblationSpec, row: Row) -> float:
+    """The ±margin of a primary's equivalence decision: the design's margin on the table's metric, else the
+    primary's smallest effect (its claim's margin, or its endpoint's smallest effect in the endpoint's units)."""
+    if row.primary.endpoint is None and spec.design.margin is not None:
+        return spec.design.margin
+    return row.primary.smallest_effect
+
+
+def sequential_plan(spec: AblationSpec, basis: Basis, problems: int, assurance: float = ASSURANCE) -> dict:
+    """The spec's group-sequential design as a campaign's plan: per primary its looks (sized from ``basis`` at
+    ``problems`` final problems) and margin, per row the most seeds it may run and its seed numbers (from the
+    design's first_seed, after every seed an earlier campaign reported)."""
+    sequential = spec.design.sequential
+    designs = fixed_design(spec, basis, problems, assurance=assurance)
+    level = designs[0].test_level if designs else LEVEL
+    rows = {row.id: row for row in spec.rows}
+    comparisons = []
+    for design in designs:
+        row = rows[design.row]
+        margin = comparison_margin(spec, row)
+        looks = comparison_looks(design.design_sd, margin, level, sequential.looks, sequential.spending)
+        comparisons.append(
+            {
+                "row": design.row,
+                "compared_with": design.compared_with,
+                "quantity": design.quantity,
+                "expected": 0.0 if row.primary.claim else (1.0 if row.primary.direction == "up" else -1.0),
+                "margin": margin,
+                "design_sd": design.design_sd,
+                "looks": list(looks),
+            }
+        )
+    most = {row.id: 0 for row in spec.rows}
+    for comparison in comparisons:
+        for row_id in (comparison["row"], comparison["compared_with"]):
+            most[row_id] = max(most[row_id], comparison["looks"][-1])
+    first = sequential.first_seed
+    return {
+        "spec": spec.name,
+        "design": "sequential",
+        "spending": sequential.spending,
+        "looks": list(sequential.looks),
+        "level": level,
+        "assurance": assurance,
+        "problems": problems,
+        "first_seed": first,
+        "comparisons": comparisons,
+        "max_seeds": most,
+        "seeds": {row: list(range(first, first + count)) for row, count in most.items()},
+    }
