@@ -28,10 +28,10 @@ from pathlib import Path
 
 from algos.campaign.ablations import read_spec
 from algos.config.presets import ConfigError
+from reports.analysis.campaign import analyse_campaign
 from reports.analysis.diagnostics import row_diagnostics, run_warnings
-from reports.analysis.family import analyse
 from reports.analysis.provenance import declaration_warnings, environment_warnings, provenance, spec_file_state
-from reports.planning.stein_plan import read_plan
+from reports.analysis.sequential import SequentialState
 from reports.render import design_table, tables
 from reports.render.endpoint_figures import accuracy_per_sample_figure, endpoint_figure
 from reports.render.figures import figure_grid
@@ -60,16 +60,8 @@ def write_report(
     """
     spec = read_spec(spec_name)
     benchmarks = benchmarks if eval_dir else ()
-    planned = read_plan(plan) if plan else None
-    analysis = analyse(
-        spec,
-        runs_dir,
-        planned.seeds if planned else seeds,
-        eval_dir,
-        benchmarks,
-        method,
-        planned.pilot_seeds if planned else None,
-    )
+    campaign = analyse_campaign(spec, runs_dir, seeds, plan, eval_dir, benchmarks, method)
+    analysis, planned, state, record = campaign.analysis, campaign.planned, campaign.sequential, campaign.record
     results, runs_of = analysis.rows, analysis.runs_of
     protocols = tables.benchmark_protocols(results, benchmarks)
     digest, spec_warning = spec_file_state(spec.path)
@@ -96,8 +88,9 @@ def write_report(
         introduction=" ".join(
             [
                 f"{tables.introduction(spec)} Spec file {spec.path.name}, SHA-256 {digest}.",
-                *(resolution_note(n, analysis.family_size) for n in seed_counts[:1]),
+                *(resolution_note(n, analysis.family_size) for n in seed_counts[:1] if state is None),
                 *([planned.summary] if planned else []),
+                *([sequential_summary(record, state)] if state else []),
             ]
         ),
         header=[*tables.HEADER, *(f"{benchmark}: mean [95% CI] (n)" for benchmark in benchmarks)],
@@ -123,11 +116,15 @@ def write_report(
             *environment_warnings(origin["environments"]),
             *declaration_warnings(spec.path, origin["git commits"]),
             *(planned.unresolved if planned else []),
+            *([open_warning(state)] if state and not state.finished else []),
         ],
         figures=figures,
         first=[
             Table(
-                "Study design", design_table.HEADER, design_table.design_cells(spec, analysis), design_table.note(spec)
+                "Study design",
+                design_table.HEADER,
+                design_table.design_cells(spec, analysis),
+                design_table.note(spec, state is not None),
             )
         ]
         if spec.design
@@ -146,6 +143,31 @@ def write_report(
         },
     )
     return write_page(page, out_dir, spec.name)
+
+
+def sequential_summary(plan: dict, state: SequentialState) -> str:
+    """What the group-sequential campaign did, in a sentence or two, for the report's introduction."""
+    stopped = [s for s in state.comparisons if s.result is not None]
+    counts = {}
+    for s in stopped:
+        counts[str(s.result.verdict)] = counts.get(str(s.result.verdict), 0) + 1
+    words = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) or "none yet"
+    return (
+        f"A group-sequential design ({plan['spending'].replace('_', '-')} spending of α/{len(state.comparisons)} "
+        f"= {plan['level']:.3g} per primary, looks at {', '.join(map(str, state.looks))} seeds, each primary's looks up "
+        f"to the most its basis spread asks; seeds numbered from {state.first_seed}): each primary stopped at the "
+        f"first look that decided it. {len(stopped)} of {len(state.comparisons)} primaries stopped: {words}."
+    )
+
+
+def open_warning(state: SequentialState) -> str:
+    """The campaign stopped before every primary was decided: which are open, and the seeds their next look needs."""
+    waiting = [f"{s.row} vs {s.compared_with}" for s in state.comparisons if s.result is None]
+    needs = ", ".join(f"{row} {n}" for row, n in state.next_seeds.items())
+    return (
+        f"the sequential campaign is not finished: {len(waiting)} primaries are open after look {state.looks_done} "
+        f"({'; '.join(waiting)}); the next look needs seeds per row: {needs}. Rerun the campaign to finish it."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,33 +20,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from algos.campaign.ablations import AblationSpec, read_spec
+from algos.campaign.ablations import read_spec
 from algos.config.presets import ConfigError
-from reports.analysis.endpoints import step_factor, window_mean
-from reports.analysis.runs import FinishedRun, load_run
-from reports.planning.fixed_design import TABLE_QUANTITY, Basis, check_basis, quantity_name, write_basis
-
-
-def basis_values(spec: AblationSpec, runs: dict[str, list[FinishedRun]]) -> dict[str, dict[str, dict[int, float]]]:
-    """Row -> quantity -> seed -> value of every quantity a primary of ``spec`` compares, on every row."""
-    quantities = {TABLE_QUANTITY: None}
-    for row in spec.rows:
-        if row.primary is not None and row.primary.endpoint is not None:
-            quantities[quantity_name(row)] = row.endpoints[row.primary.endpoint]
-    values: dict[str, dict[str, dict[int, float]]] = {}
-    for row in spec.rows:
-        steps = spec.config(row.id).run.steps
-        per_quantity: dict[str, dict[int, float]] = {name: {} for name in quantities}
-        for run in runs[row.id]:
-            for name, endpoint in quantities.items():
-                if endpoint is None:
-                    per_quantity[name][run.seed] = float(run.final[spec.metric])
-                    continue
-                value = window_mean(run.history, endpoint.metric, endpoint.scaled(step_factor(run, steps)).window)
-                if value is not None:
-                    per_quantity[name][run.seed] = value
-        values[row.id] = per_quantity
-    return values
+from reports.analysis.primaries import primary_values
+from reports.analysis.runs import load_run
+from reports.planning.fixed_design import Basis, check_basis, write_basis
 
 
 def build_basis(spec_name: str, runs_dir: Path, seeds: Sequence[int], costs: Path, campaign: str) -> Basis:
@@ -74,7 +52,7 @@ def build_basis(spec_name: str, runs_dir: Path, seeds: Sequence[int], costs: Pat
         metric=spec.metric,
         problems=problems.pop(),
         seeds=tuple(seeds),
-        values=basis_values(spec, runs),
+        values=primary_values(spec, runs),
         run_seconds={row.id: float(record["run_seconds"][row.id]) for row in spec.rows},
         eval_seconds_per_problem=float(record["eval_seconds_per_problem"]),
         provenance={

@@ -40,6 +40,7 @@ from reports.planning.fixed_design import (
     read_basis,
     seeds_per_row,
 )
+from reports.planning.sequential_plan import sequential_plan
 from reports.statistics.comparisons import POWER, detectable_effect
 
 
@@ -150,22 +151,40 @@ def print_design(record: dict, curves: list[dict], scale: float) -> None:
     print()
 
 
-def write_plan(specs: Sequence[str], problems: int | None, out: Path) -> int:
-    """Write the one spec's fixed design as its seed plan; exit 2 naming the fault."""
+def write_plan(
+    specs: Sequence[str], problems: int | None, out: Path, sequential: bool = False, cap: int | None = None
+) -> int:
+    """Write the one spec's fixed design (or its group-sequential design) as its seed plan; exit 2 naming the fault."""
     if len(specs) != 1:
         print("error: --write-plan writes the plan of one spec; give one --spec", file=sys.stderr)
         return 2
     try:
         spec = read_spec(specs[0])
         basis = spec_basis(spec)
-        record = design_plan(spec, basis, problems or basis.problems)
+        if sequential and (spec.design is None or spec.design.sequential is None):
+            raise ConfigError(f"{spec.path}: the design declares no 'sequential' looks")
+        if sequential:
+            record = sequential_plan(spec, basis, problems or basis.problems, cap=cap)
+        else:
+            record = design_plan(spec, basis, problems or basis.problems)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n")
-    print(record["summary"])
+    print(record.get("summary") or sequential_summary(record))
     return 0
+
+
+def sequential_summary(record: dict) -> str:
+    """One line per primary of a sequential plan: its looks and margin."""
+    return "\n".join(
+        [f"{record['spec']}: {record['spending']} spending, level {record['level']:.3g} per primary"]
+        + [
+            f"  {c['row']} vs {c['compared_with']}: looks at {', '.join(map(str, c['looks']))} seeds, margin ±{c['margin']:g}"
+            for c in record["comparisons"]
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,9 +203,13 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="write one spec's fixed design as the campaign's seed plan (results/plans/<spec>.json)",
     )
+    parser.add_argument(
+        "--sequential", action="store_true", help="with --write-plan: the spec's group-sequential design instead"
+    )
+    parser.add_argument("--max-seeds", type=int, help="with --sequential: the most seeds a row may run (a campaign's cap)")
     args = parser.parse_args(argv)
     if args.write_plan:
-        return write_plan(args.spec, args.problems, args.write_plan)
+        return write_plan(args.spec, args.problems, args.write_plan, args.sequential, args.max_seeds)
     records = []
     try:
         for name in args.spec:

@@ -44,11 +44,10 @@ from algos.config.presets import ConfigError
 from algos.config.schema import TrackingConfig
 from algos.trainer.run_files import write_json
 from algos.trainer.tracking import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, GROUP_TAG, PARENT_TAG, tracking_uri
+from reports.analysis.campaign import analyse_campaign
 from reports.analysis.endpoints import EndpointResult
-from reports.analysis.family import analyse
 from reports.analysis.rows import RowResult
 from reports.analysis.runs import FinishedRun
-from reports.planning.stein_plan import read_plan
 from reports.statistics.comparisons import Comparison, Estimate
 from reports.statistics.verdicts import Judgement
 
@@ -156,10 +155,7 @@ def log_rows(spec_name: str, runs_dir: Path, seeds: int, plan: Path | None = Non
     from mlflow.tracking import MlflowClient
 
     spec = read_spec(spec_name)
-    planned = read_plan(plan) if plan else None
-    analysis = analyse(
-        spec, runs_dir, planned.seeds if planned else seeds, pilot_seeds=planned.pilot_seeds if planned else None
-    )
+    analysis = analyse_campaign(spec, runs_dir, seeds, plan).analysis
     results, measured = analysis.rows, analysis.endpoints
     record: dict[str, Any] = {"spec": spec.name, "rows": {}}
     columns: dict[tuple[str, str], dict[str, None]] = {}  # (store, experiment) -> its rows' metric keys, in order

@@ -22,6 +22,7 @@ TINY = {
     "ablations": {
         "specs": ["dr_grpo_bias"],
         "seeds": 2,
+        "sequential": False,  # the 3-seed overview's path; the sequential campaign has its own test
         "step_scale": 1.0,
         "eval_points": None,  # keeps run.eval_every=0 below: evaluations at the first and last step only
         "overrides": [
@@ -155,3 +156,38 @@ def test_a_killed_workflow_finishes_on_rerun_without_redoing_finished_runs(tmp_p
     outputs = sorted(runs.glob("*/seed*/final_metrics.json"))
     assert len(outputs) == 8 and all("eval/test/accuracy_t1" in json.loads(p.read_text()) for p in outputs)
     assert "(n=2)" in (tmp_path / "results" / "reports" / "dr_grpo_bias.md").read_text()
+
+
+SEQUENTIAL = {
+    **TINY,
+    "ablations": {**TINY["ablations"], "specs": ["dapo_table1"], "sequential": True, "max_seeds": 5},
+}
+"""TINY as DAPO Table 1's sequential design, capped at looks of 4 and 5 seeds a row."""
+
+
+@pytest.mark.slow
+def test_a_sequential_campaign_judges_each_look_and_trains_only_the_open_rows_next_seeds(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(SEQUENTIAL))
+    first = snakemake(tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    plans, runs = tmp_path / "results" / "plans", tmp_path / "results" / "runs" / "dapo_table1"
+    look = json.loads((plans / "dapo_table1.look0.json").read_text())
+    # the tiny base learns nothing in two steps: every row scores the same on every seed, equivalent at the first look
+    assert look["finished"] and {c["verdict"] for c in look["comparisons"]} == {"equivalent"}
+    assert sorted(p.parent.name for p in runs.glob("naive_grpo/seed*/final_metrics.json")) == [f"seed{s}" for s in range(15, 19)]
+    assert "equivalent within ±5 points (look 1 of 2, n = 4)" in (tmp_path / "results/reports/dapo_table1.md").read_text()
+
+    # one seed of the first row scores far off: its comparison is open after the first look, and only its two rows
+    # train the second look's seed
+    final = runs / "naive_grpo" / "seed15" / "final_metrics.json"
+    final.write_text(json.dumps({**json.loads(final.read_text()), "eval/test/accuracy_t1": 0.3}))
+    again = snakemake(tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    look = json.loads((plans / "dapo_table1.look0.json").read_text())
+    assert look["next_seeds"] == {"overlong_filtering": list(range(15, 20)), "naive_grpo": list(range(15, 20))}
+    assert sorted(runs.glob("*/seed19/final_metrics.json")) == [
+        runs / "naive_grpo/seed19/final_metrics.json",
+        runs / "overlong_filtering/seed19/final_metrics.json",
+    ]
+    assert json.loads((plans / "dapo_table1.look1.json").read_text())["finished"]
+    assert "(look 2 of 2, n = 5)" in (tmp_path / "results/reports/dapo_table1.md").read_text()

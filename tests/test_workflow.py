@@ -39,7 +39,7 @@ def test_every_profile_plans_the_ablations(profile):
         require_extra("cluster", module=f"snakemake_executor_plugin_{profile}")
     result = snakemake("-n", "--profile", f"experiments/profiles/{profile}", "ablations")
     assert result.returncode == 0, result.stderr
-    assert "train_block_0" in result.stdout and "ablation_report" in result.stdout
+    assert "train_look_block_0" in result.stdout and "sequential_look" in result.stdout  # the first look of each table
 
 
 def test_a_budget_override_that_erases_a_row_difference_fails_before_any_job(tmp_path):
@@ -75,7 +75,7 @@ def test_the_sweep_target_plans_one_job_per_trial_and_a_report():
 
 def test_ablation_runs_are_scored_on_the_configured_benchmarks_and_their_report_waits(tmp_path, benchmarks_dir):
     (tmp_path / "scored.yaml").write_text(
-        "ablations:\n  specs: [dr_grpo_bias]\n  seeds: 1\n  benchmarks: [gsm8k]\nevaluation:\n  backend: auto\n"
+        "ablations:\n  specs: [dr_grpo_bias]\n  seeds: 1\n  sequential: false\n  benchmarks: [gsm8k]\nevaluation:\n  backend: auto\n"
     )
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "scored.yaml"))
     assert result.returncode == 0, result.stderr
@@ -114,7 +114,7 @@ def test_training_processes_launch_each_run_under_accelerate(tmp_path):
 
 
 def test_seeds_train_in_blocks_of_the_configured_size(tmp_path):
-    (tmp_path / "blocks.yaml").write_text("ablations:\n  specs: [dr_grpo_bias]\n  block_size: 2\n")
+    (tmp_path / "blocks.yaml").write_text("ablations:\n  specs: [dr_grpo_bias]\n  block_size: 2\n  sequential: false\n")
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "blocks.yaml"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("Training dr_grpo_bias / grpo / seeds 0, 1") == 1
@@ -130,7 +130,7 @@ def test_a_block_size_that_is_not_a_positive_integer_fails_naming_the_key(size, 
 
 
 def test_a_planned_campaign_runs_the_pilot_then_plans_its_seeds(tmp_path):
-    (tmp_path / "planned.yaml").write_text("ablations:\n  specs: [dr_grpo_bias]\n  plan: true\n")
+    (tmp_path / "planned.yaml").write_text("ablations:\n  specs: [dr_grpo_bias]\n  plan: true\n  sequential: false\n")
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "planned.yaml"))
     assert result.returncode == 0, result.stderr
     # The pilot (3 seeds of each of the 4 rows, one job each), then the checkpoint; the rest waits for its plan.
@@ -158,7 +158,7 @@ def test_the_models_target_converts_each_packaged_model():
 
 
 def test_a_designed_campaign_runs_the_seeds_its_basis_sizes_after_the_basis_seeds(tmp_path):
-    (tmp_path / "designed.yaml").write_text("ablations:\n  specs: [dapo_table1]\n  basis: true\n")
+    (tmp_path / "designed.yaml").write_text("ablations:\n  specs: [dapo_table1]\n  basis: true\n  sequential: false\n")
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "designed.yaml"))
     assert result.returncode == 0, result.stderr
     # The shipped 5-point design asks 6, 10, 10, 12, 12 and 7 seeds; the basis ran seeds 0-2, which no job repeats.
@@ -168,7 +168,7 @@ def test_a_designed_campaign_runs_the_seeds_its_basis_sizes_after_the_basis_seed
     assert "--plan results/plans/dapo_table1.design.json" in result.stdout
     (tmp_path / "both.yaml").write_text("ablations:\n  basis: true\n  plan: true\n")
     both = snakemake("ablations", "-n", "--configfile", str(tmp_path / "both.yaml"))
-    assert both.returncode != 0 and "plan and basis both true; choose one seed design" in both.stdout + both.stderr
+    assert both.returncode != 0 and "plan, basis, sequential are true together; choose one" in both.stdout + both.stderr
 
 
 def test_a_misspelt_key_stops_the_workflow_before_any_job_with_one_line():

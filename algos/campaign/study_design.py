@@ -133,6 +133,11 @@ def parse_design(entry: Any, metric: str, where: str, specs_dir: Path) -> StudyD
         raise ConfigError(f"{where}: basis {basis!r} is not a file under {specs_dir}")
     if sequential is not None and basis is None:
         raise ConfigError(f"{where}: a sequential design sizes each comparison's looks from a design basis; add 'basis'")
+    if sequential is not None and entry["secondary"] != "separate":
+        raise ConfigError(
+            f"{where}: secondary '{entry['secondary']}' under a sequential design: a primary decided at a look passes no "
+            "share of the level on, so the secondaries are their own family; set secondary: separate"
+        )
     return StudyDesign(
         smallest_effect=parse_effect(entry["smallest_effect"], metric, f"{where}: smallest_effect"),
         secondary=entry["secondary"],

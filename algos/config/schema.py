@@ -459,16 +459,16 @@ class RolloutConfig:
         2.0, description="Upper bound of the correction weight (verl rollout_is_threshold 2; TRL clip_max 3)."
     )
     old_logprobs: Literal["auto", "score", "sampler"] = Field(
-        "auto",
+        "sampler",
         description=(
-            "How log π_old is obtained. score: a separate forward pass of the sampling policy after "
-            "sampling. auto: where one optimizer step per rollout is taken by the policy that sampled "
-            "(1 epoch, 1 mini-batch, staleness 0, no dropout) and nothing reads π_old before the update "
-            "(no KL in the reward, no group-expectation ratio, no critic), π_old is the update's own "
-            "forward pass, detached: the same numbers without the extra pass; elsewhere as score. "
-            "sampler: the log-probabilities the sampler computed while drawing each token (its KV-cache "
-            "logits over the temperature, as vLLM/SGLang rollouts return them): no pass at all, but "
-            "they differ from a scoring pass by float rounding, so a run's numbers change slightly."
+            "How log π_old is obtained. sampler (the default): the log-probabilities the sampler computed while "
+            "drawing each token (its KV-cache logits over the temperature, as vLLM/SGLang rollouts return them): "
+            "no pass at all; they differ from a scoring pass by float rounding (same tokens; a run took 1/1.15 of "
+            "the time, docs/performance.md). score: a separate forward pass of the sampling policy after sampling, "
+            "bit for bit the scoring pass. auto: where one optimizer step per rollout is taken by the policy that "
+            "sampled (1 epoch, 1 mini-batch, staleness 0, no dropout) and nothing reads π_old before the update "
+            "(no KL in the reward, no group-expectation ratio, no critic), π_old is the update's own forward pass, "
+            "detached: the same numbers without the extra pass; elsewhere as score."
         ),
     )
 

@@ -65,7 +65,40 @@ rule train_row:
         TRAIN_SHELL
 
 
-workflow.ruleorder(*(f"train_block_{block}" for block in range(len(SEED_BLOCKS))), "train_row")  # blocks first
+for _block, ((_first, _last), _specs) in enumerate(sequential_blocks().items()):
+
+    rule:
+        """Train the seeds one look of a sequential design adds to one row, in one process (algos.campaign.seed_block)."""
+        name:
+            f"train_look_block_{_block}"
+        input:
+            base=BASE_INPUT,
+        output:
+            [f"results/runs/{{spec}}/{{row}}/seed{seed}/final_metrics.json" for seed in range(_first, _last + 1)],
+        log:
+            f"results/logs/train/{{spec}}/{{row}}/seeds{_first}-{_last}.log",
+        conda:
+            "../envs/harness.yml"
+        params:
+            config_hash=row_config_hash,
+            budget=budget_options,
+            model=start_model,
+            seeds=" ".join(map(str, range(_first, _last + 1))),
+            train=TRAIN_COMMAND,
+        wildcard_constraints:
+            spec="|".join(re.escape(name) for name in _specs),
+        threads: TRAIN_PROCESSES
+        message:
+            f"Training {{wildcards.spec}} / {{wildcards.row}} / seeds {_first}-{_last} (a look of its sequential design)"
+        shell:
+            TRAIN_SHELL
+
+
+workflow.ruleorder(
+    *(f"train_block_{block}" for block in range(len(SEED_BLOCKS))),
+    *(f"train_look_block_{block}" for block in range(len(sequential_blocks()))),
+    "train_row",
+)  # blocks first
 
 
 rule ablation_report:
@@ -132,6 +165,48 @@ rule fixed_design:
     shell:
         "python -m reports.seed_design --spec {wildcards.spec} --problems {params.problems} --write-plan {output} "
         "> {log} 2>&1"
+
+
+rule sequential_design:
+    """Write a spec's group-sequential design (each primary's looks, sized from its basis) as the plan its looks read."""
+    input:
+        spec=local(f"{ABLATIONS_DIR}/{{spec}}.yaml"),
+    output:
+        "results/plans/{spec}.sequential.json",
+    log:
+        "results/logs/plan/{spec}.sequential.log",
+    conda:
+        "../envs/harness.yml"
+    params:
+        problems=lambda wildcards: sequential_record(wildcards.spec)["problems"],
+        cap=f"--max-seeds {config['ablations']['max_seeds']}" if config["ablations"]["max_seeds"] else "",
+    message:
+        "Writing the sequential design of {wildcards.spec} from its basis"
+    shell:
+        "python -m reports.seed_design --spec {wildcards.spec} --problems {params.problems} --sequential {params.cap} "
+        "--write-plan {output} > {log} 2>&1"
+
+
+checkpoint sequential_look:
+    """Judge one look of a sequential spec: every primary still open on the seeds it needs; the look file names the
+    rows the next look trains (a checkpoint: the graph grows only the undecided rows' seeds)."""
+    input:
+        lambda wildcards: row_runs(wildcards.spec, look_seeds(wildcards.spec, int(wildcards.look))),
+        plan="results/plans/{spec}.sequential.json",
+        spec=local(f"{ABLATIONS_DIR}/{{spec}}.yaml"),
+    output:
+        "results/plans/{spec}.look{look}.json",
+    log:
+        "results/logs/plan/{spec}.look{look}.log",
+    conda:
+        "../envs/harness.yml"
+    wildcard_constraints:
+        look=r"\d+",
+    message:
+        "Judging look {wildcards.look} of {wildcards.spec}"
+    shell:
+        "python -m reports.sequential_look --spec {wildcards.spec} --runs results/runs --plan {input.plan} "
+        "--look {wildcards.look} --out {output} > {log} 2>&1"
 
 
 checkpoint seed_plan:

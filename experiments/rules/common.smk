@@ -1,5 +1,6 @@
 # Helpers shared by the rule files.
 import functools
+import json
 import os
 import re
 import shlex
@@ -20,6 +21,7 @@ from algos.config.schema import TrackingConfig
 from algos.trainer.tracking import tracking_uri
 from reports.analysis.runs import seed_list
 from reports.planning.fixed_design import design_plan, read_basis
+from reports.planning.sequential_plan import sequential_plan
 from reports.planning.stein_plan import read_plan
 from eval.benchmarks.loaders import BENCHMARK_FILES, BENCHMARKS, BENCHMARKS_DIR_ENV
 
@@ -128,10 +130,12 @@ def model_directory(wildcards):
     return f"results/runs/{wildcards.model}/checkpoint/policy"
 
 
-if config["ablations"]["plan"] and config["ablations"]["basis"]:
+_designs = [key for key in ("plan", "basis", "sequential") if config["ablations"][key]]
+if len(_designs) > 1:
     raise ValueError(
-        "config ablations: plan and basis both true; choose one seed design (plan: Stein's two-stage plan from a "
-        "pilot; basis: the fixed design each spec's basis sizes)"
+        f"config ablations: {', '.join(_designs)} are true together; choose one seed design (sequential: each spec's "
+        "group-sequential design, the default; plan: Stein's two-stage plan from a pilot; basis: the fixed design each "
+        "spec's basis sizes) and set the others false"
     )
 
 
@@ -154,10 +158,47 @@ def design_record(spec):
     return design_plan(named, read_basis(named.design.basis), run.final_eval_problems or run.eval_problems)
 
 
+def sequential(spec):
+    """Whether the campaign runs this spec's group-sequential design (ablations.sequential and one in the spec)."""
+    design = spec_named(spec).design
+    return config["ablations"]["sequential"] and design is not None and design.sequential is not None
+
+
+@functools.cache
+def sequential_record(spec):
+    """The spec's group-sequential plan at the campaign's final evaluation size and seed cap (its looks per primary)."""
+    named = spec_named(spec)
+    run = named.config(named.rows[0].id, BUDGET).run
+    problems = run.final_eval_problems or run.eval_problems
+    return sequential_plan(named, read_basis(named.design.basis), problems, cap=config["ablations"]["max_seeds"])
+
+
+def look_seeds(spec, look):
+    """row -> the seeds look ``look`` (0-based) of a sequential spec reads: every row at the first look; later, the
+    rows the previous look left running (its look file, a checkpoint's output)."""
+    plan = sequential_record(spec)
+    if look == 0:
+        first, count = plan["first_seed"], plan["looks"][0]
+        return {row.id: list(range(first, first + count)) for row in spec_named(spec).rows}
+    previous = checkpoints.sequential_look.get(spec=spec, look=look - 1).output[0]
+    return json.loads(Path(previous).read_text())["next_seeds"]
+
+
+def final_look(spec):
+    """The look file of the look that decided a sequential spec's last primary (or its last look)."""
+    for look in range(len(sequential_record(spec)["looks"])):
+        path = checkpoints.sequential_look.get(spec=spec, look=look).output[0]
+        if json.loads(Path(path).read_text())["finished"]:
+            return path
+    return path
+
+
 def seeds_of(spec):
-    """row -> the seeds it runs: 0..ablations.seeds-1, the fixed design's (numbered after its basis' seeds), or
-    the seed plan's once its pilot has run."""
+    """row -> the seeds it runs: 0..ablations.seeds-1, the fixed design's (numbered after its basis' seeds), the
+    seed plan's once its pilot has run, or those a sequential design's looks have asked for so far."""
     rows = spec_named(spec).rows
+    if sequential(spec):
+        return json.loads(Path(final_look(spec)).read_text())["seeds_read"]
     if designed(spec):
         return design_record(spec)["seeds"]
     if not planned(spec):
@@ -186,15 +227,34 @@ def pilot_runs(wildcards):
 
 
 def plan_option(wildcards):
-    """The report's --plan option for a planned or designed spec (empty otherwise)."""
+    """The report's --plan option for a planned, designed or sequential spec (empty otherwise)."""
+    if sequential(wildcards.spec):
+        return f"--plan results/plans/{wildcards.spec}.sequential.json"
     if designed(wildcards.spec):
         return f"--plan results/plans/{wildcards.spec}.design.json"
     return f"--plan results/plans/{wildcards.spec}.json" if planned(wildcards.spec) else ""
 
 
 def design_input(wildcards):
-    """The fixed design's plan file a designed spec's reports read (nothing otherwise)."""
+    """The plan file a designed or sequential spec's reports read, with a sequential spec's last look (nothing
+    otherwise)."""
+    if sequential(wildcards.spec):
+        return [f"results/plans/{wildcards.spec}.sequential.json", final_look(wildcards.spec)]
     return f"results/plans/{wildcards.spec}.design.json" if designed(wildcards.spec) else []
+
+
+def sequential_blocks():
+    """(first, last) seed ranges the sequential specs' looks add, each trained by one job per row: look k adds the
+    seeds between look k-1's count and its own. -> {(first, last): [specs]}."""
+    blocks = {}
+    for spec in config["ablations"]["specs"]:
+        if not sequential(spec):
+            continue
+        plan = sequential_record(spec)
+        counts = [0, *plan["looks"]]
+        for before, after in zip(counts, counts[1:]):
+            blocks.setdefault((plan["first_seed"] + before, plan["first_seed"] + after - 1), []).append(spec)
+    return blocks
 
 
 def row_config_hash(wildcards):

@@ -18,8 +18,10 @@ from algos.campaign.ablations import AblationSpec
 from reports.analysis.endpoints import EndpointResult, measure
 from reports.analysis.rows import RowResult, measure_rows
 from reports.analysis.runs import FinishedRun
+from reports.analysis.sequential import SequentialState
+from reports.statistics.comparisons import LEVEL
 from reports.statistics.multiplicity import ADJUSTMENTS
-from reports.statistics.verdicts import PRIMARY, SECONDARY, Claim, judge_family
+from reports.statistics.verdicts import PRIMARY, SECONDARY, Claim, Judgement, Stop, judge_family
 
 
 @dataclass(frozen=True)
@@ -48,30 +50,39 @@ def analyse(
     benchmarks: Sequence[str] = (),
     method: str = "holm",
     pilot_seeds: int | None = None,
+    sequential: SequentialState | None = None,
 ) -> Analysis:
     """The whole report's numbers: rows, endpoints, and every comparison judged as one family.
 
     seeds: seeds per row (0..n-1), or row -> its seed count or seeds (a planned or designed campaign). pilot_seeds: the plan's pilot, whose
-    comparisons are Stein's tests (None: not planned).
+    comparisons are Stein's tests (None: not planned). sequential: a group-sequential campaign's decisions; its
+    primaries are judged look by look (each shown on the seeds it stopped at), its secondaries as their own family.
     """
     if method not in ADJUSTMENTS:
         raise ValueError(f"unknown p-value adjustment '{method}'; choose one of: {', '.join(ADJUSTMENTS)}")
     rows = measure_rows(spec, runs_dir, seeds, eval_dir, benchmarks, pilot_seeds)
     runs_of = {result.row.id: result.runs for result in rows}
     steps = {row.id: spec.config(row.id).run.steps for row in spec.rows}
-    return Analysis(*judged(spec, rows, measure(spec, runs_of, steps, pilot_seeds), method))
+    rows, endpoints = judged(spec, rows, measure(spec, runs_of, steps, pilot_seeds), method, sequential is not None)
+    if sequential is not None:
+        rows, endpoints = with_sequential_primaries(spec, rows, endpoints, sequential)
+    return Analysis(rows, endpoints)
 
 
 def judged(
-    spec: AblationSpec, rows: list[RowResult], measured: list[EndpointResult], method: str
+    spec: AblationSpec, rows: list[RowResult], measured: list[EndpointResult], method: str, sequential: bool = False
 ) -> tuple[list[RowResult], list[EndpointResult]]:
     """Rows and endpoints with their judgements under the spec's design (:func:`reports.statistics.verdicts.judge_family`).
 
     An endpoint on the table's metric at the runs' last step is the table's own comparison, counted once.
-    A spec without a design tests nothing.
+    A spec without a design tests nothing. ``sequential``: the primaries are decided look by look elsewhere
+    (:func:`with_sequential_primaries`), so only the secondaries are judged here, as their own family.
     """
     claims = [_row_claim(spec, r) for r in rows] + [_endpoint_claim(spec, e) for e in measured]
     secondary = spec.design.secondary if spec.design else "separate"
+    if sequential:  # a primary's hypothesis, reached again as an endpoint, is the primary's alone
+        primaries = {c.key for c in claims if c.role == PRIMARY}
+        claims = [dataclasses.replace(c, comparison=None) if c.key in primaries else c for c in claims]
     judgements = judge_family(claims, secondary, method)
     judged_rows = [dataclasses.replace(r, judgement=j) for r, j in zip(rows, judgements[: len(rows)], strict=True)]
     ends = [dataclasses.replace(e, judgement=j) for e, j in zip(measured, judgements[len(rows) :], strict=True)]
@@ -105,3 +116,51 @@ def _endpoint_claim(spec: AblationSpec, result: EndpointResult) -> Claim:
     )
     expected = (1.0 if endpoint.direction == "up" else -1.0) if row.compare_to and spec.design else None
     return Claim(key, result.comparison, expected, row.id, PRIMARY if primary else SECONDARY)
+
+
+def with_sequential_primaries(
+    spec: AblationSpec, rows: list[RowResult], endpoints: list[EndpointResult], state: SequentialState
+) -> tuple[list[RowResult], list[EndpointResult]]:
+    """Each primary shown as its group-sequential decision: its comparison on the seeds it stopped at, and its verdict
+    with where it stopped (:class:`reports.statistics.verdicts.Stop`); an open primary has no verdict yet."""
+    decided = {s.row: s for s in state.comparisons}
+    family = len(state.comparisons)
+
+    def judgement(comparison_state):
+        result = comparison_state.result
+        design = comparison_state.design
+        stop = None if result is None else Stop(result.look + 1, len(design.looks), result.seeds, design.margin)
+        return Judgement(
+            adjusted_p=None,
+            detectable=None,
+            verdict=None if result is None else result.verdict,
+            family_size=family,
+            level=LEVEL,
+            role=PRIMARY,
+            test_level=design.level,
+            stop=stop,
+        )
+
+    def shown(comparison, comparison_state):
+        return comparison if comparison_state.result is None else comparison_state.result.comparison
+
+    new_rows = []
+    for result in rows:
+        primary = result.row.primary
+        if primary is not None and primary.endpoint is None and result.row.id in decided:
+            state_of = decided[result.row.id]
+            result = dataclasses.replace(
+                result, comparison=shown(result.comparison, state_of), judgement=judgement(state_of)
+            )
+        new_rows.append(result)
+    new_endpoints = []
+    for result in endpoints:
+        primary = result.row.primary
+        flagged = primary is not None and primary.endpoint is not None
+        if flagged and result.row.endpoints[primary.endpoint] == result.endpoint and result.row.id in decided:
+            state_of = decided[result.row.id]
+            result = dataclasses.replace(
+                result, comparison=shown(result.comparison, state_of), judgement=judgement(state_of)
+            )
+        new_endpoints.append(result)
+    return new_rows, new_endpoints

@@ -12,6 +12,7 @@ the declared ones up to it. The level holds whatever the basis says; the basis d
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -63,11 +64,23 @@ def comparison_margin(spec: AblationSpec, row: Row) -> float:
     return row.primary.smallest_effect
 
 
-def sequential_plan(spec: AblationSpec, basis: Basis, problems: int, assurance: float = ASSURANCE) -> dict:
+def capped_looks(looks: Sequence[int], cap: int | None) -> tuple[int, ...]:
+    """The looks below ``cap``, then ``cap`` itself, the most seeds a row may run (None: the looks as they are)."""
+    if cap is None:
+        return tuple(looks)
+    if cap < looks[0]:
+        raise ValueError(f"a cap of {cap} seeds is below the first look ({looks[0]} seeds)")
+    return tuple(n for n in looks if n < cap) + (cap,)
+
+
+def sequential_plan(
+    spec: AblationSpec, basis: Basis, problems: int, assurance: float = ASSURANCE, cap: int | None = None
+) -> dict:
     """The spec's group-sequential design as a campaign's plan: per primary its looks (sized from ``basis`` at
     ``problems`` final problems) and margin, per row the most seeds it may run and its seed numbers (from the
-    design's first_seed, after every seed an earlier campaign reported)."""
-    sequential = spec.design.sequential
+    design's first_seed, after every seed an earlier campaign reported). ``cap``: a campaign's own limit on the
+    seeds a row runs, below the spec's (see :func:`capped_looks`)."""
+    sequential = dataclasses.replace(spec.design.sequential, looks=capped_looks(spec.design.sequential.looks, cap))
     designs = fixed_design(spec, basis, problems, assurance=assurance)
     level = designs[0].test_level if designs else LEVEL
     rows = {row.id: row for row in spec.rows}
@@ -97,6 +110,7 @@ def sequential_plan(spec: AblationSpec, basis: Basis, problems: int, assurance: 
         "design": "sequential",
         "spending": sequential.spending,
         "looks": list(sequential.looks),
+        "cap": cap,
         "level": level,
         "assurance": assurance,
         "problems": problems,

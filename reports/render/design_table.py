@@ -28,10 +28,21 @@ HEADER = [
 UNDECIDED = (Direction.INCONCLUSIVE, Direction.NOT_SHOWN)
 
 
-def note(spec: AblationSpec) -> str:
+def note(spec: AblationSpec, sequential: bool = False) -> str:
     """How the family is controlled, in one paragraph under the table."""
     if spec.design is None:
         return "This spec declares no design: it describes, and tests nothing."
+    if sequential:
+        return (
+            "The spec declares the design (a warning above says so where it changed after the runs). Each primary is "
+            "judged look by look at α/m (Bonferroni over the table's m primaries; 5 % family-wise): it agrees or "
+            "disagrees with the paper's direction where the two-sided test of Δ = 0 crosses its boundary, and is "
+            "equivalent where both one-sided tests of |Δ| ≥ margin do (the level spent over the looks by the "
+            "declared Lan-DeMets function), and stops at the first look that decides it; 'seeds' are those it "
+            "stopped at, and its row of the table shows Δ on them. The secondaries are a family of their own at 5 %, "
+            "on every seed both rows ran. 'To decide': for a primary undecided at its last look, the seeds per row "
+            "that would decide it at the spread and Δ these runs show."
+        )
     rule = (
         "gated: a row's secondary comparisons (its other endpoints) share what its primary passes on once it is "
         "rejected, and the last passes it on to the other rows' primaries (graphical procedure, Bretz et al. 2009)"
@@ -94,12 +105,21 @@ def _primary_result(row: Row, analysis: Analysis) -> tuple[Comparison | None, Ju
 
 
 def _to_decide(row: Row, comparison: Comparison | None, judgement: Judgement | None) -> str:
-    """Seeds per row that would detect the smallest effect at the observed spread, for an undecided primary."""
+    """Seeds per row that would detect the smallest effect at the observed spread, for an undecided primary; for a
+    sequential one, that would decide it either way at the observed spread and Δ (a direction at |Δ|, or
+    equivalence with |Δ| inside the margin: the fewer)."""
     if comparison is None or judgement is None or judgement.verdict not in UNDECIDED:
         return "—"
     if comparison.se is None or comparison.df is None or not judgement.test_level:
         return "no spread to size from"
     sd = comparison.se * math.sqrt(comparison.n)
+    if judgement.stop is not None:
+        observed = abs(comparison.delta.mean)
+        direction = seeds_for(sd, observed, judgement.test_level, POWER, None)[0] if observed > 0 else None
+        inside = judgement.stop.margin - observed
+        equivalence = seeds_for(sd, inside, judgement.test_level, POWER, "non_inferior")[0] if inside > 0 else None
+        found = [n for n in (direction, equivalence) if n]
+        return f"≈ {min(found)} seeds per row" if found else "more than 500 seeds per row"
     seeds, _ = seeds_for(sd, row.primary.smallest_effect, judgement.test_level, POWER, row.primary.claim)
     return f"≈ {seeds} seeds per row" if seeds else "more than 500 seeds per row"
 

@@ -32,6 +32,7 @@ VERDICT_COLORS = {
     Direction.NOT_SHOWN: "0.6",
 }
 BAND_COLOR = "0.88"
+MARGIN_COLOR = "#e4ecc4"
 LINE_HEIGHT_IN = 0.32
 PANEL_PADDING_IN = 0.9
 WIDTH_IN = 9.0
@@ -57,6 +58,11 @@ def forest_plot(spec: AblationSpec, analysis: Analysis) -> bytes | None:
                 for word, color in VERDICT_COLORS.items()
             ),
             Patch(color=BAND_COLOR, label="± detectable effect (80 % power)"),
+            *(
+                [Patch(color=MARGIN_COLOR, label="± equivalence margin (sequential primary)")]
+                if any(r.judgement and r.judgement.stop for r in [*analysis.rows, *analysis.endpoints])
+                else []
+            ),
             Line2D([], [], color="black", marker=">", linestyle="none", label="paper argues up (◀: down)"),
             Line2D([], [], linestyle="none", label="★ the row's primary comparison"),
         ],
@@ -101,7 +107,10 @@ def draw_panel(axes, title: str, scale: float, lines: Sequence[Line]) -> None:
     """One panel: a line per comparison (top to bottom in table order), zero line, bands and argued directions."""
     for y, (_, comparison, judgement, argued) in enumerate(reversed(lines)):
         delta = comparison.delta
-        if judgement is not None and judgement.detectable is not None:
+        if judgement is not None and judgement.stop is not None:
+            band = judgement.stop.margin * scale
+            axes.fill_between([-band, band], y - 0.35, y + 0.35, color=MARGIN_COLOR, linewidth=0)
+        elif judgement is not None and judgement.detectable is not None:
             band = judgement.detectable * scale
             axes.fill_between([-band, band], y - 0.35, y + 0.35, color=BAND_COLOR, linewidth=0)
         color = (

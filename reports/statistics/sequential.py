@@ -172,6 +172,9 @@ def judge_look(differences: Sequence[float], design: SequentialDesign, expected:
     comparison = paired_t(values, np.zeros(values.size), distribution_free=False)
     direction_p = comparison.p_value
     equivalence_p = margin_p_value(comparison, design.margin, "equivalent")
+    if comparison.se is None:  # every seed differs by the same amount: the t-tests' limits as the spread goes to 0
+        mean = comparison.delta.mean
+        direction_p, equivalence_p = float(mean == 0), float(abs(mean) >= design.margin)
     directed = direction_p is not None and direction_p <= design.direction_levels[look]
     within = equivalence_p is not None and equivalence_p <= design.equivalence_levels[look]
     if directed:
@@ -214,11 +217,12 @@ def decide_paths(differences: np.ndarray, design: SequentialDesign, expected: fl
         mean = sample.mean(axis=1)
         se = sample.std(axis=1, ddof=1) / math.sqrt(n)
         df = n - 1
-        with np.errstate(divide="ignore", invalid="ignore"):
-            direction_p = np.where(se > 0, 2 * stats.t.sf(np.abs(mean) / se, df), 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):  # no spread: the tests' limits, as judge_look takes
+            direction_p = np.where(se > 0, 2 * stats.t.sf(np.abs(mean) / se, df), (mean == 0).astype(float))
             lower = stats.t.sf((mean + design.margin) / se, df)
             upper = stats.t.cdf((mean - design.margin) / se, df)
-            equivalence_p = np.where(se > 0, np.maximum(lower, upper), 1.0)
+            flat = (np.abs(mean) >= design.margin).astype(float)
+            equivalence_p = np.where(se > 0, np.maximum(lower, upper), flat)
         directed = open_ & (direction_p <= design.direction_levels[look])
         within = open_ & ~directed & (equivalence_p <= design.equivalence_levels[look])
         outcome[directed] = np.where(np.sign(mean[directed]) == np.sign(expected), AGREE, DISAGREE)

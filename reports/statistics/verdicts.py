@@ -68,12 +68,24 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Stop:
+    """Where a group-sequential primary stopped: at ``look`` (1-based) of its ``looks``, on ``seeds`` seeds per row,
+    judged for equivalence within ±``margin`` (the compared quantity's units)."""
+
+    look: int
+    looks: int
+    seeds: int
+    margin: float
+
+
+@dataclass(frozen=True)
 class Judgement:
     """A claim's verdict: its family-adjusted p-value, the effect it could have detected, and the word.
 
     family_size: the table's primary comparisons (m). level: the family-wise level. role: PRIMARY or
     SECONDARY. test_level: the share of the level at which ``detectable`` is stated (α/m for a primary;
-    for a gated secondary, what its primary passes on once rejected)."""
+    for a gated secondary, what its primary passes on once rejected). stop: where a group-sequential primary
+    stopped (None for every other judgement)."""
 
     adjusted_p: float | None
     detectable: float | None
@@ -82,11 +94,20 @@ class Judgement:
     level: float
     role: str = SECONDARY
     test_level: float | None = None
+    stop: Stop | None = None
 
     def cell(self, comparison: Comparison | None, scale: float = 1.0, unit: str = "") -> str:
-        """The verdict as a table cell: ``agrees``, or ``inconclusive; detectable ≥ 7.9 points at n = 3``."""
+        """The verdict as a table cell: ``agrees``, or ``inconclusive; detectable ≥ 7.9 points at n = 3``; a
+        sequential primary's with where it stopped, ``equivalent within ±5 points (look 2 of 9, n = 8)``."""
         if self.verdict is None or comparison is None:
             return "—"
+        if self.stop is not None:
+            where = f"look {self.stop.look} of {self.stop.looks}, n = {self.stop.seeds}"
+            if self.verdict is Direction.EQUIVALENT:
+                return f"equivalent within ±{_significant(self.stop.margin * scale)}{unit} ({where})"
+            if self.verdict is Direction.INCONCLUSIVE:
+                return f"undecided at its last look ({where})"
+            return f"{self.verdict} ({where})"
         if comparison.p_value is None:
             fewest = min(comparison.n, comparison.n_reference)
             return f"{self.verdict} ({f'n = {fewest}' if fewest < 2 else 'no spread'})"

@@ -31,7 +31,8 @@ def spec_dir(tmp_path, rows, **fields):
 
 def test_each_compared_row_gets_one_primary():
     dapo = read_spec("dapo_table1")
-    assert dapo.design.smallest_effect == pytest.approx(0.05) and dapo.design.secondary == "gated"
+    assert dapo.design.smallest_effect == pytest.approx(0.05) and dapo.design.secondary == "separate"
+    assert dapo.design.sequential.looks[:3] == (4, 8, 12) and dapo.design.sequential.first_seed == 15
     assert dapo.row("naive_grpo").primary is None  # compared with no row
     primary = dapo.row("clip_higher").primary  # 38 after 36: up, on the table's metric
     assert (primary.endpoint, primary.claim, primary.direction) == (None, None, "up")
@@ -123,7 +124,7 @@ def with_basis(tmp_path, seeds=(0, 1, 2)):
     values = {row: {"final": {str(s): 0.5 for s in seeds}} for row in ("full", "b")}
     basis = {"spec": "mine", "metric": "eval/test/accuracy_t1", "values": values, "seeds": list(seeds)}
     (tmp_path / "basis.json").write_text(json.dumps(basis))
-    return {**DESIGN, "basis": "basis.json"}
+    return {**DESIGN, "secondary": "separate", "basis": "basis.json"}
 
 
 def test_a_sequential_design_is_read_with_its_looks_capped_at_the_most_seeds(tmp_path):
@@ -150,6 +151,7 @@ def test_a_sequential_design_is_read_with_its_looks_capped_at_the_most_seeds(tmp
         (SEQUENTIAL, {"margin": 5}, 'is a share.*"5 points"'),
         (SEQUENTIAL, {"margin": "5 tokens"}, "margin must be .* with a unit: points, %"),
         (SEQUENTIAL, {"basis": None}, "a sequential design sizes each comparison's looks from a design basis"),
+        (SEQUENTIAL, {"secondary": "gated"}, "secondary 'gated' under a sequential design.*set secondary: separate"),
     ],
 )
 def test_a_bad_sequential_design_fails_naming_the_file_and_key(tmp_path, sequential, extra, message):

@@ -17,7 +17,7 @@ from algos.trainer.update import Learner, update
 from eval.tasks.sources import builtin_task
 from tests.algos.trainer.test_train import comparable, tiny_overrides
 
-ON_POLICY = ["optim.mini_batches=1", "optim.epochs=1", "kl.coef=0"]
+ON_POLICY = ["optim.mini_batches=1", "optim.epochs=1", "kl.coef=0", "rollout.old_logprobs=auto"]
 
 
 def config(base, *extra):

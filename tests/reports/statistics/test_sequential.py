@@ -77,6 +77,9 @@ def test_each_look_decides_one_of_four_ways():
     noisy = [0.08, -0.07, 0.05, -0.04]
     assert judge_look(noisy, design, +1).verdict is None  # the seeds go on
     assert judge_look(noisy * 2, design, +1).verdict is Direction.INCONCLUSIVE  # the last look is undecided
+    # rows that differ by the same amount on every seed (a change with no effect at all): the tests' limits
+    assert judge_look([0.0] * 4, design, +1).verdict is Direction.EQUIVALENT
+    assert judge_look([0.07] * 4, design, +1).verdict is Direction.AGREES
     with pytest.raises(ValueError, match="5 seeds is not one of the design's looks"):
         judge_look(noisy + [0.0], design, +1)
 
@@ -92,6 +95,8 @@ def test_the_vectorised_decisions_equal_the_look_by_look_ones():
     design = sequential_design([3, 6, 9], 0.02, 0.05, "obrien_fleming")
     rng = np.random.default_rng(3)
     paths = rng.normal(rng.choice([-0.06, 0.0, 0.03], (400, 1)), 0.04, (400, 9))  # (S, n)
+    paths[:10] = 0.0  # no spread, and no difference
+    paths[10:20] = 0.02  # no spread, a difference inside the margin
     outcome, stopped = decide_paths(paths, design, +1)
     codes = {Direction.AGREES: AGREE, Direction.DISAGREES: DISAGREE, Direction.EQUIVALENT: EQUIVALENT,
              Direction.INCONCLUSIVE: UNDECIDED}

@@ -1,0 +1,168 @@
+"""A group-sequential campaign's decisions so far, from its plan and its finished runs: each primary judged look by
+look on the seeds both its rows ran (numbered from the plan's first seed), until a look decides it or its last look
+leaves it undecided; and the seeds each row needs for the next look.
+
+The plan (:func:`reports.planning.sequential_plan.sequential_plan`) gives every primary its looks, margin and
+direction. The campaign's looks are the declared seed counts; at look k every primary still open whose looks reach
+that count is judged on the first n_k seeds (:func:`reports.statistics.sequential.judge_look`). A row runs the next
+look's seeds while any comparison it takes part in is open, so a cumulative table's row keeps training for the row
+after it. The same runs always give the same decisions: a killed campaign resumes at the look it reached.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from algos.campaign.ablations import AblationSpec
+from algos.trainer.run_files import FINAL_FILE
+from reports.analysis.primaries import primary_values
+from reports.analysis.runs import load_run
+from reports.planning.fixed_design import quantity_name
+from reports.statistics.comparisons import LEVEL
+from reports.statistics.sequential import LookResult, SequentialDesign, judge_look, sequential_design
+
+
+@dataclass(frozen=True)
+class ComparisonState:
+    """One primary's state. result: the deciding look's (or the undecided last look's), None while open.
+    judged: the looks judged so far."""
+
+    row: str
+    compared_with: str
+    design: SequentialDesign
+    expected: float
+    result: LookResult | None
+    judged: int
+
+    @property
+    def decided(self) -> bool:
+        return self.result is not None
+
+
+@dataclass(frozen=True)
+class SequentialState:
+    """Every primary's state after ``looks_done`` of the campaign's looks; ``next_seeds``: row -> the seeds (counted
+    from the first) the next look needs, for the rows still running (empty once every primary is decided)."""
+
+    spec: str
+    first_seed: int
+    looks: tuple[int, ...]
+    looks_done: int
+    comparisons: tuple[ComparisonState, ...]
+    next_seeds: dict[str, int]
+
+    @property
+    def finished(self) -> bool:
+        return all(comparison.decided for comparison in self.comparisons)
+
+    def seeds_read(self) -> dict[str, int]:
+        """Row -> the seeds its decisions read (the most any of its comparisons was judged on)."""
+        used: dict[str, int] = {}
+        for state in self.comparisons:
+            seeds = state.design.looks[state.judged - 1] if state.judged else 0
+            for row in (state.row, state.compared_with):
+                used[row] = max(used.get(row, 0), seeds)
+        return used
+
+
+def read_sequential_plan(path: Path) -> dict[str, Any]:
+    """A sequential plan written by ``python -m reports.seed_design --write-plan ... --sequential``."""
+    record = json.loads(path.read_text())
+    if record.get("design") != "sequential":
+        raise ValueError(f"{path}: not a sequential plan (design {record.get('design')!r})")
+    return record
+
+
+def sequential_state(
+    spec: AblationSpec, plan: Mapping[str, Any], runs_dir: Path, through_look: int | None = None
+) -> SequentialState:
+    """The decisions the finished runs allow, look by look, up to ``through_look`` (0-based; None: as far as the runs
+    go). A look whose runs are not all finished is not judged: its seeds are the ``next_seeds``."""
+    first, looks = int(plan["first_seed"]), tuple(plan["looks"])
+    states = [
+        ComparisonState(
+            row=c["row"],
+            compared_with=c["compared_with"],
+            design=sequential_design(c["looks"], plan["level"], c["margin"], plan["spending"]),
+            expected=c["expected"],
+            result=None,
+            judged=0,
+        )
+        for c in plan["comparisons"]
+    ]
+    rows = {row.id: row for row in spec.rows}
+    last = len(looks) - 1 if through_look is None else min(through_look, len(looks) - 1)
+    done = 0
+    for k, seeds in enumerate(looks):
+        if all(state.decided for state in states):
+            break
+        due = [i for i, s in enumerate(states) if not s.decided and seeds in s.design.looks]
+        needed = _needed(states, due, seeds)
+        if k > last or not _finished(runs_dir, spec.name, needed, first):
+            return SequentialState(spec.name, first, looks, done, tuple(states), needed)
+        values = _values(spec, runs_dir, needed, first)
+        for i in due:
+            state = states[i]
+            quantity = quantity_name(rows[state.row])
+            mine, theirs = values[state.row][quantity], values[state.compared_with][quantity]
+            differences = [mine[first + j] - theirs[first + j] for j in range(seeds)]
+            result = judge_look(differences, state.design, state.expected)
+            states[i] = ComparisonState(
+                state.row, state.compared_with, state.design, state.expected, result if result.stopped else None,
+                state.judged + 1,
+            )
+        done = k + 1
+    return SequentialState(spec.name, first, looks, done, tuple(states), {})
+
+
+def _needed(states: list[ComparisonState], due: list[int], seeds: int) -> dict[str, int]:
+    needed: dict[str, int] = {}
+    for i in due:
+        for row in (states[i].row, states[i].compared_with):
+            needed[row] = seeds
+    return needed
+
+
+def _finished(runs_dir: Path, spec: str, needed: Mapping[str, int], first: int) -> bool:
+    return all(
+        (runs_dir / spec / row / f"seed{seed}" / FINAL_FILE).is_file()
+        for row, count in needed.items()
+        for seed in range(first, first + count)
+    )
+
+
+def _values(spec: AblationSpec, runs_dir: Path, needed: Mapping[str, int], first: int) -> dict:
+    runs = {
+        row.id: [load_run(runs_dir / spec.name / row.id / f"seed{s}") for s in range(first, first + needed.get(row.id, 0))]
+        for row in spec.rows
+    }
+    return primary_values(spec, runs)
+
+
+def state_record(state: SequentialState, level: float = LEVEL) -> dict[str, Any]:
+    """The state as the workflow's look file: each primary's verdict, look and seeds, and the next look's seeds."""
+    return {
+        "spec": state.spec,
+        "looks_done": state.looks_done,
+        "finished": state.finished,
+        "level": level,
+        "comparisons": [
+            {
+                "row": s.row,
+                "compared_with": s.compared_with,
+                "verdict": None if s.result is None else str(s.result.verdict),
+                "seeds": None if s.result is None else s.result.seeds,
+                "look": None if s.result is None else s.result.look + 1,
+                "delta": None if s.result is None else s.result.comparison.delta.mean,
+                "direction_p": None if s.result is None else s.result.direction_p,
+                "equivalence_p": None if s.result is None else s.result.equivalence_p,
+            }
+            for s in state.comparisons
+        ],
+        "next_seeds": {row: list(range(state.first_seed, state.first_seed + n)) for row, n in state.next_seeds.items()},
+        "seeds_read": {row: list(range(state.first_seed, state.first_seed + n)) for row, n in state.seeds_read().items()},
+    }
