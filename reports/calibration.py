@@ -20,6 +20,12 @@ design (α/m); the observed detection rate is the share of splits that call the 
 The predicted rate is the paired t's power at that share and ``half`` seeds for the effect and the spread
 measured on all seeds (noncentral t). Both carry a jackknife interval over seeds.
 
+Where the spec declares a group-sequential design, both controls are also judged by it, on halves of half the
+row's seeds less one, so that the jackknife's replicates split too (its looks capped there, 4 and 5 seeds of 12): an A/A split is a false positive when its primary
+is called up or down at the level α (one primary's whole family: the strictest case), and the control's draws are
+detections where it is called in its direction at α/m; the predicted detection rate is the same procedure's on
+normal per-seed differences with the effect and spread measured on all seeds.
+
 Command line: ``python -m reports.calibration --spec dapo_table1 --row naive_grpo --runs results/runs
 --seeds 12 --half 3 [--control-runs results/controls --direction down] --out results/reports``.
 """
@@ -40,11 +46,13 @@ from algos.campaign.ablations import AblationSpec, Endpoint, read_spec
 from algos.config.presets import ConfigError
 from reports.analysis.endpoints import step_factor, window_mean
 from reports.analysis.runs import FinishedRun, finished_runs
+from reports.planning.sequential_plan import capped_looks
 from reports.render.cells import MINUS
 from reports.render.figures import DPI, png_bytes
 from reports.render.pages import Page, run_report, write_page
 from reports.statistics.comparisons import LEVEL, paired_t, welch_t
 from reports.statistics.multiplicity import ADJUSTMENTS, adjust, adjusted_p_values, gated_graph
+from reports.statistics.sequential import AGREE, DISAGREE, SequentialDesign, decide_paths, sequential_design
 
 TESTS: dict[str, Callable] = {
     "paired t (as a table pairs seeds)": lambda a, b: paired_t(a, b, distribution_free=False).p_value,
@@ -162,6 +170,52 @@ def predicted_detection(base: np.ndarray, control: np.ndarray, half: int, share:
     return float(power) if math.isfinite(power) else float(np.sign(noncentrality) == direction)
 
 
+def sequential_split_design(spec: AblationSpec, half: int, level: float) -> SequentialDesign:
+    """The spec's sequential design on ``half`` seeds a side: its looks capped at ``half`` (one look at ``half`` where
+    that is below the first), its spending, and the primaries' margin (the design's, else its smallest effect)."""
+    declared = spec.design.sequential
+    margin = spec.design.margin or spec.design.smallest_effect
+    looks = capped_looks(declared.looks, half) if half >= declared.looks[0] else (half,)
+    return sequential_design(looks, level, margin, declared.spending)
+
+
+def sequential_false_positive_rate(primary: np.ndarray, splits: int, seed: int, design: SequentialDesign) -> float:
+    """Share of ``splits`` random A/A splits of ``primary`` (seeds,) into halves of the design's last look whose
+    sequential decision calls a direction."""
+    half = design.looks[-1]
+    _check_half(primary[:, None], 2 * half)
+    rng = np.random.default_rng(seed)
+    orders = np.stack([rng.permutation(primary.size)[: 2 * half] for _ in range(splits)])  # (splits, 2 half)
+    differences = primary[orders[:, :half]] - primary[orders[:, half:]]  # (splits, half)
+    outcome, _ = decide_paths(differences, design, +1.0)
+    return float(np.mean(np.isin(outcome, (AGREE, DISAGREE))))
+
+
+def sequential_detection_rate(
+    base: np.ndarray, control: np.ndarray, splits: int, seed: int, design: SequentialDesign, direction: float
+) -> float:
+    """Share of ``splits`` random draws of the design's last look's seeds on which the sequential decision calls
+    ``control`` against ``base`` (both (seeds,), seed-aligned) in ``direction``."""
+    half = design.looks[-1]
+    _check_half(base[:, None], half)
+    rng = np.random.default_rng(seed)
+    chosen = np.stack([rng.permutation(base.size)[:half] for _ in range(splits)])  # (splits, half)
+    outcome, _ = decide_paths(control[chosen] - base[chosen], design, direction)
+    return float(np.mean(outcome == AGREE))
+
+
+def predicted_sequential_detection(
+    base: np.ndarray, control: np.ndarray, design: SequentialDesign, direction: float, draws: int = 20_000
+) -> float:
+    """The sequential decision's rate of calling ``direction`` on normal per-seed differences with the mean and sd
+    measured on all seeds (a fixed simulation seed, so the prediction is reproducible)."""
+    differences = control - base
+    rng = np.random.default_rng(0)
+    simulated = rng.normal(np.mean(differences), np.std(differences, ddof=1), (draws, design.looks[-1]))
+    outcome, _ = decide_paths(simulated, design, direction)
+    return float(np.mean(outcome == AGREE))
+
+
 def jackknife(
     statistic: Callable[[np.ndarray, int], float], values: np.ndarray, seed: int
 ) -> tuple[float, float, float]:
@@ -239,6 +293,40 @@ def control_lines(
     return sentence, numbers
 
 
+def sequential_lines(
+    spec: AblationSpec,
+    primary: np.ndarray,
+    splits: int,
+    direction: float,
+    base: np.ndarray | None = None,
+    control: np.ndarray | None = None,
+) -> tuple[str, dict[str, object]]:
+    """The controls judged by the spec's sequential design (see the module's docstring): a sentence and its numbers."""
+    half = (primary.size - 1) // 2  # two halves even with one seed left out (the jackknife)
+    null_design = sequential_split_design(spec, half, LEVEL)
+    rate = jackknife(lambda v, s: sequential_false_positive_rate(v[:, 0], splits, s, null_design), primary[:, None], 0)
+    numbers: dict[str, object] = {"looks": list(null_design.looks), "spending": null_design.spending, "a/a": rate}
+    sentence = (
+        f"Under the spec's sequential design ({null_design.spending.replace('_', '-')} spending, looks at "
+        f"{', '.join(map(str, null_design.looks))} seeds a side, margin ±{null_design.margin:g}): the A/A rate of a "
+        f"direction called at level {LEVEL} is {_interval(rate)}"
+    )
+    if base is not None and control is not None:
+        share = LEVEL / max(1, sum(row.primary is not None for row in spec.rows))
+        design = sequential_split_design(spec, min(half, base.size), share)
+        pair = np.column_stack([base, control])
+        observed = jackknife(
+            lambda v, s: sequential_detection_rate(v[:, 0], v[:, 1], splits, s, design, direction), pair, 0
+        )
+        predicted = jackknife(lambda v, _: predicted_sequential_detection(v[:, 0], v[:, 1], design, direction), pair, 0)
+        numbers["positive control"] = {"share of the level": share, "predicted": predicted, "observed": observed}
+        sentence += (
+            f"; the positive control is called {'up' if direction > 0 else 'down'} at level {share:.3g} in "
+            f"{_interval(observed)} of draws, predicted {_interval(predicted)}"
+        )
+    return sentence + f" ({splits} draws each; 95 % jackknife intervals over seeds).", numbers
+
+
 def _interval(estimate: tuple[float, float, float]) -> str:
     return f"{estimate[0]:.3f} [{estimate[1]:.3f}, {estimate[2]:.3f}]"
 
@@ -298,13 +386,19 @@ def write_calibration(
         base = np.asarray([run.final[spec.metric] for run in runs if run.seed in shared])
         control = np.asarray([run.final[spec.metric] for run in control_runs if run.seed in shared])
         control_sentence, control_numbers = control_lines(spec, base, control, half, splits, direction)
+    sequential_sentence, sequential_numbers = "", {}
+    if spec.design is not None and spec.design.sequential is not None:
+        sequential_sentence, sequential_numbers = sequential_lines(
+            spec, values[:, 0], splits, direction, *((base, control) if control_dir is not None else ())
+        )
     page = Page(
         title=f"Calibration on real runs: {row.label} of {spec.title}",
         introduction=(
             f"{len(runs)} seeds of one row, {splits} random splits into two labelled halves of {half} seeds, each "
             f"judged by the report's procedure over {len(names)} quantities ({rule}: the table's metric primary, the "
             f"rest secondary). A/A family-wise false-positive rate (level {LEVEL}), 95 % jackknife interval over "
-            "seeds — " + "; ".join(headline) + f". Measured rate {verdict} the level. {control_sentence}"
+            "seeds — " + "; ".join(headline) + f". Measured rate {verdict} the level. {control_sentence} "
+            f"{sequential_sentence}"
         ).strip(),
         header=["quantity", "mean over seeds", "sd over seeds", *(f"raw p ≤ {LEVEL}: {label}" for label in TESTS)],
         cells=cells,
@@ -327,6 +421,7 @@ def write_calibration(
                 if control_dir is not None
                 else {}
             ),
+            **({"sequential design": sequential_numbers} if sequential_numbers else {}),
         },
     )
     return write_page(page, out_dir, "calibration")

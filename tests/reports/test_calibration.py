@@ -11,7 +11,11 @@ from reports.calibration import (
     family_adjusted,
     jackknife_interval,
     predicted_detection,
+    predicted_sequential_detection,
     quantities,
+    sequential_detection_rate,
+    sequential_false_positive_rate,
+    sequential_split_design,
     write_calibration,
 )
 from tests.reports.test_ablation import fake_run
@@ -89,3 +93,21 @@ def test_the_calibration_report_carries_the_positive_control(tmp_path):
     assert "Positive control over 8 seeds: Δ = −0.057" in text and "at 3 seeds predicted " in text
     assert "at 6 seeds predicted " in text and "observed " in text
     assert "level 0.01 (α/m of the spec's primaries)" in text and '"positive control"' in text
+    assert "Under the spec's sequential design (pocock spending, looks at 3 seeds a side" in text
+    assert "the positive control is called down at level 0.01 in " in text
+
+
+def test_the_sequential_a_a_rate_is_at_the_level_and_the_control_meets_its_prediction():
+    spec = read_spec("dapo_table1")  # Pocock spending over looks 4, 8, ...: capped at 5 seeds a side of 11
+    null = sequential_split_design(spec, 5, 0.05)
+    assert null.looks == (4, 5) and null.margin == pytest.approx(0.05)
+    rng = np.random.default_rng(6)
+    rates = [sequential_false_positive_rate(0.02 * rng.standard_normal(12), 200, seed, null) for seed in range(40)]
+    assert np.mean(rates) <= 0.07  # a direction called between halves of one row
+    base = rng.normal(0.5, 0.02, 12)
+    control = base - 0.04 + rng.normal(0, 0.02, 12)  # a harm of two sds of the per-seed differences
+    design = sequential_split_design(spec, 5, 0.01)
+    observed = sequential_detection_rate(base, control, 2000, 0, design, -1.0)
+    predicted = predicted_sequential_detection(base, control, design, -1.0)
+    assert 0.1 < predicted < 1.0 and observed == pytest.approx(predicted, abs=0.15)
+    assert sequential_detection_rate(base, control, 200, 0, design, 1.0) == 0.0  # never called the wrong way
