@@ -206,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sequential", action="store_true", help="with --write-plan: the spec's group-sequential design instead"
     )
-    parser.add_argument("--max-seeds", type=int, help="with --sequential: the most seeds a row may run (a campaign's cap)")
+    parser.add_argument(
+        "--max-seeds", type=int, help="with --sequential: the most seeds a row may run (a campaign's cap)"
+    )
     args = parser.parse_args(argv)
     if args.write_plan:
         return write_plan(args.spec, args.problems, args.write_plan, args.sequential, args.max_seeds)

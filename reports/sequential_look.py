@@ -21,7 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.sequential_look", description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec", required=True, help="ablation spec with a sequential design")
     parser.add_argument("--runs", type=Path, required=True, help="directory holding <spec>/<row>/seed<n>/")
-    parser.add_argument("--plan", type=Path, required=True, help="the spec's sequential plan (seed_design --sequential)")
+    parser.add_argument(
+        "--plan", type=Path, required=True, help="the spec's sequential plan (seed_design --sequential)"
+    )
     parser.add_argument("--look", type=int, required=True, help="the look judged (0 for the first)")
     parser.add_argument("--out", type=Path, required=True, help="the look file to write")
     args = parser.parse_args(argv)
@@ -37,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     decided = [c for c in record["comparisons"] if c["verdict"]]
-    print(f"{args.spec}, look {args.look + 1} of {len(state.looks)}: {len(decided)} of {len(record['comparisons'])} decided")
+    print(
+        f"{args.spec}, look {args.look + 1} of {len(state.looks)}: {len(decided)} of {len(record['comparisons'])} decided"
+    )
     for c in decided:
         print(f"  {c['row']} vs {c['compared_with']}: {c['verdict']} at look {c['look']} ({c['seeds']} seeds)")
     print("  next look: " + (", ".join(f"{row} {len(s)} seeds" for row, s in record["next_seeds"].items()) or "none"))

@@ -70,7 +70,10 @@ def benchmarks_dir() -> Path:
     REQUIRE_BENCHMARKS=1 (CI sets it)."""
     configured = os.environ.get(BENCHMARKS_DIR_ENV)
     if not configured:
-        unavailable(f"{BENCHMARKS_DIR_ENV} is not set: it names the folder holding {', '.join(BENCHMARK_FILES)}", "REQUIRE_BENCHMARKS")
+        unavailable(
+            f"{BENCHMARKS_DIR_ENV} is not set: it names the folder holding {', '.join(BENCHMARK_FILES)}",
+            "REQUIRE_BENCHMARKS",
+        )
     missing = [name for name in BENCHMARK_FILES if not Path(configured, name).is_file()]
     if missing:
         reason = f"the benchmark folder {configured} ({BENCHMARKS_DIR_ENV}) lacks {', '.join(missing)}"

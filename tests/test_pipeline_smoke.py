@@ -174,8 +174,12 @@ def test_a_sequential_campaign_judges_each_look_and_trains_only_the_open_rows_ne
     look = json.loads((plans / "dapo_table1.look0.json").read_text())
     # the tiny base learns nothing in two steps: every row scores the same on every seed, equivalent at the first look
     assert look["finished"] and {c["verdict"] for c in look["comparisons"]} == {"equivalent"}
-    assert sorted(p.parent.name for p in runs.glob("naive_grpo/seed*/final_metrics.json")) == [f"seed{s}" for s in range(15, 19)]
-    assert "equivalent within ±5 points (look 1 of 2, n = 4)" in (tmp_path / "results/reports/dapo_table1.md").read_text()
+    assert sorted(p.parent.name for p in runs.glob("naive_grpo/seed*/final_metrics.json")) == [
+        f"seed{s}" for s in range(15, 19)
+    ]
+    assert (
+        "equivalent within ±5 points (look 1 of 2, n = 4)" in (tmp_path / "results/reports/dapo_table1.md").read_text()
+    )
 
     # one seed of the first row scores far off: its comparison is open after the first look, and only its two rows
     # train the second look's seed

@@ -117,14 +117,9 @@ def parse_effect(value: Any, metric: str, where: str) -> float:
 
 def parse_design(entry: Any, metric: str, where: str, specs_dir: Path) -> StudyDesign:
     """The spec's ``design`` mapping (see the module's docstring); any fault fails naming ``where`` and the key."""
-    if not isinstance(entry, dict):
-        raise ConfigError(f"{where} must be a mapping with {', '.join(REQUIRED_DESIGN_FIELDS)}; got {entry!r}")
-    for key in entry:
-        if key not in DESIGN_FIELDS:
-            raise unknown_key_error(where, key, DESIGN_FIELDS)
-    missing = [key for key in REQUIRED_DESIGN_FIELDS if key not in entry]
-    if missing:
-        raise ConfigError(f"{where}: missing {', '.join(missing)} (a design declares every primary's smallest effect)")
+    _check_fields(
+        entry, where, DESIGN_FIELDS, REQUIRED_DESIGN_FIELDS, " (a design declares every primary's smallest effect)"
+    )
     if entry["secondary"] not in SECONDARY_RULES:
         raise ConfigError(f"{where}: secondary '{entry['secondary']}' is not one of: {', '.join(SECONDARY_RULES)}")
     sequential = parse_sequential(entry["sequential"], f"{where}: sequential") if "sequential" in entry else None
@@ -132,7 +127,9 @@ def parse_design(entry: Any, metric: str, where: str, specs_dir: Path) -> StudyD
     if basis is not None and (not isinstance(basis, str) or not (specs_dir / basis).is_file()):
         raise ConfigError(f"{where}: basis {basis!r} is not a file under {specs_dir}")
     if sequential is not None and basis is None:
-        raise ConfigError(f"{where}: a sequential design sizes each comparison's looks from a design basis; add 'basis'")
+        raise ConfigError(
+            f"{where}: a sequential design sizes each comparison's looks from a design basis; add 'basis'"
+        )
     if sequential is not None and entry["secondary"] != "separate":
         raise ConfigError(
             f"{where}: secondary '{entry['secondary']}' under a sequential design: a primary decided at a look passes no "
@@ -147,16 +144,21 @@ def parse_design(entry: Any, metric: str, where: str, specs_dir: Path) -> StudyD
     )
 
 
+def _check_fields(entry: Any, where: str, fields: tuple[str, ...], required: tuple[str, ...], why: str = "") -> None:
+    """A mapping of known ``fields`` holding every ``required`` one; else one error naming ``where`` and the key."""
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be a mapping with {', '.join(required)}; got {entry!r}")
+    for key in entry:
+        if key not in fields:
+            raise unknown_key_error(where, key, fields)
+    missing = [key for key in required if key not in entry]
+    if missing:
+        raise ConfigError(f"{where}: missing {', '.join(missing)}{why}")
+
+
 def parse_sequential(entry: Any, where: str) -> Sequential:
     """The design's ``sequential`` mapping (see the module's docstring); any fault fails naming ``where`` and the key."""
-    if not isinstance(entry, dict):
-        raise ConfigError(f"{where} must be a mapping with {', '.join(REQUIRED_SEQUENTIAL_FIELDS)}; got {entry!r}")
-    for key in entry:
-        if key not in SEQUENTIAL_FIELDS:
-            raise unknown_key_error(where, key, SEQUENTIAL_FIELDS)
-    missing = [key for key in REQUIRED_SEQUENTIAL_FIELDS if key not in entry]
-    if missing:
-        raise ConfigError(f"{where}: missing {', '.join(missing)}")
+    _check_fields(entry, where, SEQUENTIAL_FIELDS, REQUIRED_SEQUENTIAL_FIELDS)
     looks = entry["looks"]
     if (
         not isinstance(looks, list)
@@ -164,10 +166,14 @@ def parse_sequential(entry: Any, where: str) -> Sequential:
         or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 2 for n in looks)
         or any(later <= earlier for earlier, later in zip(looks, looks[1:], strict=False))
     ):
-        raise ConfigError(f"{where}: looks must be increasing seed counts, each at least 2 (e.g. [4, 8, 12]); got {looks!r}")
+        raise ConfigError(
+            f"{where}: looks must be increasing seed counts, each at least 2 (e.g. [4, 8, 12]); got {looks!r}"
+        )
     most = entry.get("max_seeds", looks[-1])
     if not isinstance(most, int) or isinstance(most, bool) or most < looks[0]:
-        raise ConfigError(f"{where}: max_seeds {most!r} is below the first look ({looks[0]} seeds); raise it or drop it")
+        raise ConfigError(
+            f"{where}: max_seeds {most!r} is below the first look ({looks[0]} seeds); raise it or drop it"
+        )
     spending = entry.get("spending", SPENDING_RULES[0])
     if spending not in SPENDING_RULES:
         raise ConfigError(f"{where}: spending '{spending}' is not one of: {', '.join(SPENDING_RULES)}")

@@ -112,7 +112,11 @@ def sequential_state(
             differences = [mine[first + j] - theirs[first + j] for j in range(seeds)]
             result = judge_look(differences, state.design, state.expected)
             states[i] = ComparisonState(
-                state.row, state.compared_with, state.design, state.expected, result if result.stopped else None,
+                state.row,
+                state.compared_with,
+                state.design,
+                state.expected,
+                result if result.stopped else None,
                 state.judged + 1,
             )
         done = k + 1
@@ -137,7 +141,9 @@ def _finished(runs_dir: Path, spec: str, needed: Mapping[str, int], first: int) 
 
 def _values(spec: AblationSpec, runs_dir: Path, needed: Mapping[str, int], first: int) -> dict:
     runs = {
-        row.id: [load_run(runs_dir / spec.name / row.id / f"seed{s}") for s in range(first, first + needed.get(row.id, 0))]
+        row.id: [
+            load_run(runs_dir / spec.name / row.id / f"seed{s}") for s in range(first, first + needed.get(row.id, 0))
+        ]
         for row in spec.rows
     }
     return primary_values(spec, runs)
@@ -164,5 +170,7 @@ def state_record(state: SequentialState, level: float = LEVEL) -> dict[str, Any]
             for s in state.comparisons
         ],
         "next_seeds": {row: list(range(state.first_seed, state.first_seed + n)) for row, n in state.next_seeds.items()},
-        "seeds_read": {row: list(range(state.first_seed, state.first_seed + n)) for row, n in state.seeds_read().items()},
+        "seeds_read": {
+            row: list(range(state.first_seed, state.first_seed + n)) for row, n in state.seeds_read().items()
+        },
     }

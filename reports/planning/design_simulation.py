@@ -100,6 +100,20 @@ def shifts_for(spec: AblationSpec, alternative: bool) -> dict[str, float]:
     return shifts
 
 
+def simulated_basis(spec: AblationSpec, first: dict[str, dict[int, float]]) -> Basis:
+    """A design basis of the drawn seeds ``first`` (row -> seed -> value of the table's metric), without costs."""
+    return Basis(
+        spec=spec.name,
+        metric=spec.metric,
+        problems=1,
+        seeds=tuple(sorted(next(iter(first.values())))),
+        values={row: {TABLE_QUANTITY: values} for row, values in first.items()},
+        run_seconds={},
+        eval_seconds_per_problem=0.0,
+        provenance={},
+    )
+
+
 def simulate(spec: AblationSpec, design: str, simulations: int, seed: int, basis_seeds: int = 3) -> SimulatedRates:
     """The design's rates over ``simulations`` null and as many alternative tables (see the module's docstring)."""
     if design not in DESIGNS:
@@ -148,17 +162,7 @@ def simulate(spec: AblationSpec, design: str, simulations: int, seed: int, basis
 def _seeds(spec: AblationSpec, design: str, first: dict[str, dict[int, float]], basis_seeds: int) -> dict[str, int]:
     """Seeds per row the design asks from its first draw (the basis, or Stein's pilot), capped for speed."""
     if design == "fixed":
-        basis = Basis(
-            spec=spec.name,
-            metric=spec.metric,
-            problems=1,
-            seeds=tuple(range(basis_seeds)),
-            values={row: {TABLE_QUANTITY: values} for row, values in first.items()},
-            run_seconds={},
-            eval_seconds_per_problem=0.0,
-            provenance={},
-        )
-        wanted = seeds_per_row(spec, fixed_design(spec, basis))
+        wanted = seeds_per_row(spec, fixed_design(spec, simulated_basis(spec, first)))
     else:
         share = LEVEL / sum(row.primary is not None for row in spec.rows)
         plans = []

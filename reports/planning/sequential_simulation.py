@@ -25,8 +25,8 @@ import numpy as np
 
 from algos.campaign.ablations import AblationSpec, read_spec
 from algos.campaign.study_design import SPENDING_RULES
-from reports.planning.design_simulation import draw_table, shifts_for
-from reports.planning.fixed_design import TABLE_QUANTITY, Basis, fixed_design, seeds_per_row
+from reports.planning.design_simulation import draw_table, shifts_for, simulated_basis
+from reports.planning.fixed_design import fixed_design, seeds_per_row
 from reports.planning.sequential_plan import ASSURANCE, comparison_looks
 from reports.statistics.comparisons import LEVEL
 from reports.statistics.sequential import AGREE, DISAGREE, EQUIVALENT, decide_paths, sequential_design
@@ -71,22 +71,11 @@ def simulate(
     fixed: dict[str, list[int]] = {row.id: [] for row in spec.rows}
     for _ in range(simulations):
         first = draw_table(spec, {row.id: BASIS_SEEDS for row in spec.rows}, shifts, rng, bimodal, SD_RANGE)
-        basis = Basis(
-            spec=spec.name,
-            metric=spec.metric,
-            problems=1,
-            seeds=tuple(range(BASIS_SEEDS)),
-            values={row: {TABLE_QUANTITY: values} for row, values in first.items()},
-            run_seconds={},
-            eval_seconds_per_problem=0.0,
-            provenance={},
-        )
+        basis = simulated_basis(spec, first)
         for row_id, count in seeds_per_row(spec, fixed_design(spec, basis)).items():
             fixed[row_id].append(count)
         designs = fixed_design(spec, basis, assurance=assurance)
-        looks = {
-            d.row: comparison_looks(d.design_sd, d.smallest_effect, level, LOOKS, spending) for d in designs
-        }
+        looks = {d.row: comparison_looks(d.design_sd, d.smallest_effect, level, LOOKS, spending) for d in designs}
         most = max(max(schedule) for schedule in looks.values())
         drawn = draw_table(spec, {row.id: most for row in spec.rows}, shifts, rng, bimodal, SD_RANGE)
         stops = {row.id: 0 for row in spec.rows}
@@ -135,16 +124,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for name in args.spec:
         spec = read_spec(name)
-        results = {scenario: simulate(spec, scenario, args.simulations, args.seed, args.spending, args.assurance) for scenario in
-                   ("null", "margin")}
+        results = {
+            scenario: simulate(spec, scenario, args.simulations, args.seed, args.spending, args.assurance)
+            for scenario in ("null", "margin")
+        }
         null, margin = results["null"], results["margin"]
         print(f"## {spec.name}: {args.spending}, {args.simulations} tables a scenario")
         print(
             f"wrong claims per table: {null.wrong:.3f} ± {null.wrong_se:.3f} at Δ = 0 (a direction), "
             f"{margin.wrong:.3f} ± {margin.wrong_se:.3f} at ±margin (equivalence or the wrong direction)"
         )
-        print("| row | decided at Δ = 0 (equivalent) | decided at ±margin (agrees) | seeds at Δ = 0: mean, 95th pct "
-              "| at ±margin: mean, 95th pct | fixed design's seeds |")
+        print(
+            "| row | decided at Δ = 0 (equivalent) | decided at ±margin (agrees) | seeds at Δ = 0: mean, 95th pct "
+            "| at ±margin: mean, 95th pct | fixed design's seeds |"
+        )
         print("|---|---|---|---|---|---|")
         for row in spec.rows:
             print(

@@ -85,8 +85,9 @@ def boundaries(fractions: tuple[float, ...], level: float, spending: str, two_si
             bound = float(optimize.brentq(lambda b: crossing(b) - target, 0.0, 40.0, xtol=1e-10))
         bounds.append(bound)
         if k + 1 < t.size:
-            grid, weights, density = _continuation(bound, float(fraction), two_sided, grid, weights, density,
-                                                   float(t[k - 1]) if k else 0.0)
+            grid, weights, density = _continuation(
+                bound, float(fraction), two_sided, grid, weights, density, float(t[k - 1]) if k else 0.0
+            )
     return tuple(bounds)
 
 

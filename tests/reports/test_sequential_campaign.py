@@ -89,7 +89,9 @@ def test_the_look_file_names_the_next_seeds_and_is_the_same_when_judged_again(fi
 
 def test_the_report_shows_where_each_primary_stopped_and_what_would_decide_the_rest(first_look):
     write_seeds(first_look / "runs", range(FIRST + 4, FIRST + 8), [CLEAR, LEVEL_OFF, [0.0, 0.01, -0.01, 0.0]])
-    markdown, _ = write_report("dapo_table1", first_look / "runs", first_look / "reports", 3, plan=first_look / "plan.json")
+    markdown, _ = write_report(
+        "dapo_table1", first_look / "runs", first_look / "reports", 3, plan=first_look / "plan.json"
+    )
     text = markdown.read_text()
     assert "agrees (look 1 of 2, n = 4)" in text
     assert "equivalent within ±5 points (look 1 of 2, n = 4)" in text

@@ -132,9 +132,9 @@ def test_a_sequential_design_is_read_with_its_looks_capped_at_the_most_seeds(tmp
     spec = read_spec("mine", spec_dir(tmp_path, [{"id": "b", "paper": 40}], design=design))
     assert spec.design.sequential.looks == (4, 8, 10) and spec.design.sequential.first_seed == 3
     plain = {**with_basis(tmp_path), "sequential": {"looks": [4, 8], "first_seed": 3}}
-    assert read_spec("mine", spec_dir(tmp_path, [{"id": "b", "paper": 40}], design=plain)).design.sequential.spending == (
-        "obrien_fleming"
-    )
+    assert read_spec(
+        "mine", spec_dir(tmp_path, [{"id": "b", "paper": 40}], design=plain)
+    ).design.sequential.spending == ("obrien_fleming")
 
 
 @pytest.mark.parametrize(

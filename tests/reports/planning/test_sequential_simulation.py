@@ -20,7 +20,11 @@ def test_a_comparison_looks_until_the_declared_count_that_gives_it_its_power():
     # wider noise never asks fewer seeds; Pocock's flat boundaries cost more at the end than O'Brien-Fleming's
     maxima = [comparison_looks(sd, 0.05, LEVEL_OF_ONE, LOOKS, "obrien_fleming")[-1] for sd in (0.01, 0.02, 0.04)]
     assert maxima == sorted(maxima)
-    assert 1.0 < inflation(LOOKS[:5], LEVEL_OF_ONE, 0.8, "obrien_fleming") < inflation(LOOKS[:5], LEVEL_OF_ONE, 0.8, "pocock")
+    assert (
+        1.0
+        < inflation(LOOKS[:5], LEVEL_OF_ONE, 0.8, "obrien_fleming")
+        < inflation(LOOKS[:5], LEVEL_OF_ONE, 0.8, "pocock")
+    )
 
 
 @pytest.mark.parametrize("scenario", ["null", "margin"])

@@ -98,8 +98,12 @@ def test_the_vectorised_decisions_equal_the_look_by_look_ones():
     paths[:10] = 0.0  # no spread, and no difference
     paths[10:20] = 0.02  # no spread, a difference inside the margin
     outcome, stopped = decide_paths(paths, design, +1)
-    codes = {Direction.AGREES: AGREE, Direction.DISAGREES: DISAGREE, Direction.EQUIVALENT: EQUIVALENT,
-             Direction.INCONCLUSIVE: UNDECIDED}
+    codes = {
+        Direction.AGREES: AGREE,
+        Direction.DISAGREES: DISAGREE,
+        Direction.EQUIVALENT: EQUIVALENT,
+        Direction.INCONCLUSIVE: UNDECIDED,
+    }
     for path, code, n in zip(paths, outcome, stopped, strict=True):
         result = first_decision(path, design, +1)
         assert (codes[result.verdict], result.seeds) == (code, n)
