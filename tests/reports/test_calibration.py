@@ -57,7 +57,8 @@ def test_the_calibration_report_is_written_from_the_runs(tmp_path):
     )
     text = markdown.read_text()
     assert "8 seeds of one row, 50 random splits into two labelled halves of 2 seeds" in text
-    assert "paired t (as a table pairs seeds): " in text and "Welch t (different seed sets): " in text
+    assert "paired t (as a table pairs seeds): primary " in text and "Welch t (different seed sets): " in text
+    assert ", secondaries " in text and "each family at the level on its own" in text
     assert "| eval/test/accuracy_t1 at the last step |" in text and page.is_file()
     with pytest.raises(FileNotFoundError, match="needs 10"):
         write_calibration("dapo_table1", "naive_grpo", tmp_path / "runs", tmp_path / "out", 8, 5, 50, "holm")
