@@ -11,6 +11,7 @@ after it. The same runs always give the same decisions: a killed campaign resume
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -109,16 +110,15 @@ def sequential_state(
             state = states[i]
             quantity = quantity_name(rows[state.row])
             mine, theirs = values[state.row][quantity], values[state.compared_with][quantity]
+            unlogged = [first + j for j in range(seeds) if first + j not in mine or first + j not in theirs]
+            if unlogged:
+                raise ValueError(
+                    f"{spec.name}: {quantity} is not in the runs of seeds {unlogged} of {state.row} or "
+                    f"{state.compared_with}, so look {k + 1} cannot judge them"
+                )
             differences = [mine[first + j] - theirs[first + j] for j in range(seeds)]
             result = judge_look(differences, state.design, state.expected)
-            states[i] = ComparisonState(
-                state.row,
-                state.compared_with,
-                state.design,
-                state.expected,
-                result if result.stopped else None,
-                state.judged + 1,
-            )
+            states[i] = dataclasses.replace(state, result=result if result.stopped else None, judged=state.judged + 1)
         done = k + 1
     return SequentialState(spec.name, first, looks, done, tuple(states), {})
 
