@@ -43,10 +43,10 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from algos.campaign.ablations import AblationSpec, Endpoint, read_spec
+from algos.campaign.study_design import capped_looks
 from algos.config.presets import ConfigError
 from reports.analysis.endpoints import step_factor, window_mean
 from reports.analysis.runs import FinishedRun, finished_runs
-from reports.planning.sequential_plan import capped_looks
 from reports.render.cells import MINUS
 from reports.render.figures import DPI, png_bytes
 from reports.render.pages import Page, run_report, write_page

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,8 +181,16 @@ def parse_sequential(entry: Any, where: str) -> Sequential:
     first = entry["first_seed"]
     if not isinstance(first, int) or isinstance(first, bool) or first < 0:
         raise ConfigError(f"{where}: first_seed must be a seed number (an integer >= 0); got {first!r}")
-    capped = [n for n in looks if n < most] + [most]
-    return Sequential(looks=tuple(capped), spending=spending, first_seed=first)
+    return Sequential(looks=capped_looks(looks, most), spending=spending, first_seed=first)
+
+
+def capped_looks(looks: Sequence[int], cap: int | None) -> tuple[int, ...]:
+    """The looks below ``cap``, then ``cap`` itself, the most seeds a row may run (None: the looks as they are)."""
+    if cap is None:
+        return tuple(looks)
+    if cap < looks[0]:
+        raise ValueError(f"a cap of {cap} seeds is below the first look ({looks[0]} seeds)")
+    return tuple(n for n in looks if n < cap) + (cap,)
 
 
 def resolve_primary(

@@ -21,7 +21,7 @@ from typing import Any
 from algos.campaign.ablations import AblationSpec
 from algos.trainer.run_files import FINAL_FILE
 from reports.analysis.primaries import primary_values
-from reports.analysis.runs import load_run
+from reports.analysis.runs import FinishedRun, load_run
 from reports.planning.fixed_design import quantity_name
 from reports.statistics.comparisons import LEVEL
 from reports.statistics.sequential import LookResult, SequentialDesign, judge_look, sequential_design
@@ -96,6 +96,7 @@ def sequential_state(
         for c in plan["comparisons"]
     ]
     rows = {row.id: row for row in spec.rows}
+    loaded: dict[tuple[str, int], FinishedRun] = {}  # a later look reads the earlier looks' runs again
     last = len(looks) - 1 if through_look is None else min(through_look, len(looks) - 1)
     done = 0
     for k, seeds in enumerate(looks):
@@ -105,7 +106,7 @@ def sequential_state(
         needed = _needed(states, due, seeds)
         if k > last or not _finished(runs_dir, spec.name, needed, first):
             return SequentialState(spec.name, first, looks, done, tuple(states), needed)
-        values = _values(spec, runs_dir, needed, first)
+        values = _values(spec, runs_dir, needed, first, loaded)
         for i in due:
             state = states[i]
             quantity = quantity_name(rows[state.row])
@@ -139,23 +140,28 @@ def _finished(runs_dir: Path, spec: str, needed: Mapping[str, int], first: int) 
     )
 
 
-def _values(spec: AblationSpec, runs_dir: Path, needed: Mapping[str, int], first: int) -> dict:
-    runs = {
-        row.id: [
-            load_run(runs_dir / spec.name / row.id / f"seed{s}") for s in range(first, first + needed.get(row.id, 0))
-        ]
-        for row in spec.rows
-    }
+def _values(
+    spec: AblationSpec,
+    runs_dir: Path,
+    needed: Mapping[str, int],
+    first: int,
+    loaded: dict[tuple[str, int], FinishedRun],
+) -> dict:
+    for row, count in needed.items():
+        for seed in range(first, first + count):
+            if (row, seed) not in loaded:
+                loaded[row, seed] = load_run(runs_dir / spec.name / row / f"seed{seed}")
+    runs = {row.id: [loaded[row.id, s] for s in range(first, first + needed.get(row.id, 0))] for row in spec.rows}
     return primary_values(spec, runs)
 
 
-def state_record(state: SequentialState, level: float = LEVEL) -> dict[str, Any]:
+def state_record(state: SequentialState) -> dict[str, Any]:
     """The state as the workflow's look file: each primary's verdict, look and seeds, and the next look's seeds."""
     return {
         "spec": state.spec,
         "looks_done": state.looks_done,
         "finished": state.finished,
-        "level": level,
+        "level": LEVEL,
         "comparisons": [
             {
                 "row": s.row,

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from scipy import stats
 
 from algos.campaign.ablations import AblationSpec, Row
+from algos.campaign.study_design import capped_looks
 from reports.planning.fixed_design import Basis, fixed_design, seeds_for
 from reports.statistics.comparisons import LEVEL, POWER
 from reports.statistics.sequential import boundaries
@@ -64,22 +65,13 @@ def comparison_margin(spec: AblationSpec, row: Row) -> float:
     return row.primary.smallest_effect
 
 
-def capped_looks(looks: Sequence[int], cap: int | None) -> tuple[int, ...]:
-    """The looks below ``cap``, then ``cap`` itself, the most seeds a row may run (None: the looks as they are)."""
-    if cap is None:
-        return tuple(looks)
-    if cap < looks[0]:
-        raise ValueError(f"a cap of {cap} seeds is below the first look ({looks[0]} seeds)")
-    return tuple(n for n in looks if n < cap) + (cap,)
-
-
 def sequential_plan(
     spec: AblationSpec, basis: Basis, problems: int, assurance: float = ASSURANCE, cap: int | None = None
 ) -> dict:
     """The spec's group-sequential design as a campaign's plan: per primary its looks (sized from ``basis`` at
     ``problems`` final problems) and margin, per row the most seeds it may run and its seed numbers (from the
     design's first_seed, after every seed an earlier campaign reported). ``cap``: a campaign's own limit on the
-    seeds a row runs, below the spec's (see :func:`capped_looks`)."""
+    seeds a row runs, below the spec's (:func:`algos.campaign.study_design.capped_looks`)."""
     sequential = dataclasses.replace(spec.design.sequential, looks=capped_looks(spec.design.sequential.looks, cap))
     designs = fixed_design(spec, basis, problems, assurance=assurance)
     level = designs[0].test_level if designs else LEVEL
