@@ -1,8 +1,8 @@
 """The GPU check's summary: every GPU test's outcome (with the numbers the tests record) and the bench's table.
 
 Reads what ``experiments/gpu/check.sh`` leaves in its folder: ``gpu-tests.xml`` (pytest's JUnit report) and
-``bench.json`` (``python -m algos.campaign.bench``); a missing one (its phase was stopped at its time limit)
-is reported as missing. Writes ``summary.json`` and ``summary.md`` there and prints the latter.
+``bench-*.json`` (``python -m algos.campaign.bench``, one per batch size); a missing one (its phase was stopped
+at its time limit) is reported as missing. Writes ``summary.json`` and ``summary.md`` there and prints the latter.
 
 Command line::
 
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
-TESTS_FILE, BENCH_FILE = "gpu-tests.xml", "bench.json"
+TESTS_FILE, BENCH_FILES = "gpu-tests.xml", "bench-*.json"
 SUMMARY_JSON, SUMMARY_MD = "summary.json", "summary.md"
 
 
@@ -49,13 +49,19 @@ def case_outcomes(report: Path) -> list[dict]:
 def summarize(folder: Path, wall_seconds: float | None = None) -> dict:
     """The summary of the check's folder (see the module's docstring)."""
     tests = case_outcomes(folder / TESTS_FILE) if (folder / TESTS_FILE).is_file() else None
-    bench = json.loads((folder / BENCH_FILE).read_text()) if (folder / BENCH_FILE).is_file() else None
+    loaded = {path.name: json.loads(path.read_text()) for path in folder.glob(BENCH_FILES)}
+    by_size = sorted(loaded.items(), key=lambda item: (_batch(item[1]), item[0]))  # the smaller batch first
+    benches = dict(by_size)
     counts = None
     if tests is not None:
         counts = {
             outcome: sum(t["outcome"] == outcome for t in tests) for outcome in ("passed", "failed", "error", "skipped")
         }
-    return {"wall_seconds": wall_seconds, "test_counts": counts, "tests": tests, "bench": bench}
+    return {"wall_seconds": wall_seconds, "test_counts": counts, "tests": tests, "benches": benches}
+
+
+def _batch(bench: dict) -> int:
+    return bench["workload"]["prompts"] * bench["workload"]["group"]
 
 
 def markdown(summary: dict) -> str:
@@ -76,10 +82,15 @@ def markdown(summary: dict) -> str:
                 lines.append(f"- {test['outcome']}: `{test['test']}`: {test['reason']}")
         lines += [f"- {count} skipped: {reason}" for reason, count in skipped.items()]
         lines.append("")
-    bench = summary["bench"]
-    if bench is None:
-        lines.append(f"Bench: no {BENCH_FILE} (the bench did not finish).")
-        return "\n".join(lines) + "\n"
+    if not summary["benches"]:
+        lines.append(f"Bench: no {BENCH_FILES} (the bench did not finish).")
+    for name, bench in summary["benches"].items():
+        lines += [f"## {name}", "", *bench_lines(bench), ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def bench_lines(bench: dict) -> list[str]:
+    """One bench's setting, its table (a row per side) and its ratios, as Markdown lines."""
     work, throughput = bench["workload"], bench["throughput"]
     setting = (
         f"Bench on {throughput['device_name']}: {work['model']} ({throughput['matmul_parameters'] / 1e6:.1f} M "
@@ -88,25 +99,29 @@ def markdown(summary: dict) -> str:
         f"measured matrix-product rate {throughput['matmul_tflops']:.1f} TFLOP/s."
     )
     header = (
-        "| side | median step (s) | generation tokens/s | training tokens/s | peak memory (GiB) | update TFLOP/s "
-        "| share of the matrix-product rate |"
+        "| side | median step (s) | first step (s) | generation tokens/s | training tokens/s | peak memory (GiB) "
+        "| update TFLOP/s | share of the matrix-product rate |"
     )
-    lines += [setting, "", header, "|---|---|---|---|---|---|---|"]
-    for side in ("harness", "trl"):
-        if side in bench:
-            row = bench[side]
-            peak = row.get("peak_memory_mb")
-            lines.append(
-                f"| {side} | {row['median_step_s']:.3f} | {row['generation_tokens_per_s']:.0f} "
-                f"| {row['training_tokens_per_s']:.0f} | {peak / 1024:.2f} | "
-                f"{throughput[f'{side}_update_tflops']:.1f} | {100 * throughput[f'{side}_share_of_matmul']:.1f} % |"
-                if peak is not None
-                else f"| {side} | {row['median_step_s']:.3f} | | | | | |"
-            )
-    if "ratio_harness_over_trl" in bench:
+    lines = [setting, "", header, "|---|---|---|---|---|---|---|---|"]
+    for side, row in bench["sides"].items():
+        peak, first = row.get("peak_memory_mb"), row.get("first_step_s")
+        lines.append(
+            f"| {side} | {row['median_step_s']:.3f} | {'' if first is None else f'{first:.2f}'} "
+            f"| {row['generation_tokens_per_s']:.0f} | {row['training_tokens_per_s']:.0f} "
+            f"| {'' if peak is None else f'{peak / 1024:.2f}'} | {throughput['update_tflops'][side]:.1f} "
+            f"| {100 * throughput['share_of_matmul'][side]:.1f} % |"
+        )
+    lines.append("")
+    for side, error in bench.get("failed_sides", {}).items():
+        lines.append(f"Failed: {side}: {error.splitlines()[0][:300]}")
+    if "completion_length_gap" in bench:
         verdict = "comparable" if bench["comparable"] else "void: completion lengths differ"
-        lines += ["", f"Step time harness / TRL: {bench['ratio_harness_over_trl']:.3f} ({verdict})."]
-    return "\n".join(lines) + "\n"
+        lines.append(f"Work: {verdict} (largest completion-length gap {100 * bench['completion_length_gap']:.1f} %).")
+    for side, ratio in bench.get("step_ratio_over_trl", {}).items():
+        lines.append(f"Step time {side} / TRL: {ratio:.3f}.")
+    for side, speedup in bench.get("decode_speedup_over_eager", {}).items():
+        lines.append(f"Decoding tokens/s {side} / harness_eager: {speedup:.2f}x.")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

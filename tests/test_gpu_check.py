@@ -61,7 +61,8 @@ def test_the_dry_run_runs_every_phase_on_the_cpu(tmp_path):
     assert {path.name for path in tmp_path.iterdir()} == {
         "check.log",
         "gpu-tests.xml",
-        "bench.json",
+        "bench-small.json",
+        "bench-large.json",
         "update_profile.txt",
         "summary.json",
         "summary.md",
@@ -69,11 +70,15 @@ def test_the_dry_run_runs_every_phase_on_the_cpu(tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     if not torch.cuda.is_available():
         assert summary["test_counts"]["skipped"] == len(summary["tests"]) > 0
-    bench = summary["bench"]
-    assert bench["workload"]["device"] == "cpu" and bench["workload"]["precision"] == "bf16"
-    assert bench["harness"]["median_step_s"] > 0 and bench["throughput"]["harness_update_tflops"] > 0
-    assert "update (joined rows)" in (tmp_path / "update_profile.txt").read_text()
-    assert "| harness |" in (tmp_path / "summary.md").read_text()
+    assert set(summary["benches"]) == {"bench-small.json", "bench-large.json"}
+    for bench in summary["benches"].values():
+        assert bench["workload"]["device"] == "cpu" and bench["workload"]["precision"] == "bf16"
+        assert set(bench["sides"]) == {"harness_eager", "harness_static"}
+        assert bench["sides"]["harness_static"]["median_step_s"] > 0
+        assert bench["throughput"]["update_tflops"]["harness_static"] > 0
+    assert "update (joined rows, chunked log-probabilities)" in (tmp_path / "update_profile.txt").read_text()
+    text = (tmp_path / "summary.md").read_text()
+    assert "| harness_static |" in text and "Decoding tokens/s harness_static / harness_eager" in text
 
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
@@ -89,25 +94,32 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
 
 BENCH = {
     "workload": {"model": "qwen2-0.5b", "precision": "bf16", "prompts": 8, "group": 8, "max_new_tokens": 128},
-    "harness": {
-        "median_step_s": 4.5,
-        "generation_tokens_per_s": 2000.0,
-        "training_tokens_per_s": 17000.0,
-        "peak_memory_mb": 2048.0,
+    "sides": {
+        "harness_eager": {
+            "median_step_s": 4.5,
+            "first_step_s": 5.0,
+            "generation_tokens_per_s": 2000.0,
+            "training_tokens_per_s": 17000.0,
+            "peak_memory_mb": 2048.0,
+        },
+        "trl": {"median_step_s": 5.0, "generation_tokens_per_s": 1800.0, "training_tokens_per_s": 50000.0},
     },
+    "completion_length_gap": 0.01,
+    "comparable": True,
+    "step_ratio_over_trl": {"harness_eager": 0.9},
     "throughput": {
         "device_name": "GPU",
         "matmul_parameters": 494e6,
         "matmul_tflops": 750.0,
-        "harness_update_tflops": 56.6,
-        "harness_share_of_matmul": 0.0755,
+        "update_tflops": {"harness_eager": 56.6, "trl": 170.0},
+        "share_of_matmul": {"harness_eager": 0.0755, "trl": 0.2267},
     },
 }
 
 
 def test_the_summary_counts_outcomes_lists_what_did_not_pass_and_tables_the_bench(tmp_path):
     (tmp_path / "gpu-tests.xml").write_text(JUNIT)
-    (tmp_path / "bench.json").write_text(
+    (tmp_path / "bench-small.json").write_text(
         json.dumps({**BENCH, "workload": {**BENCH["workload"], "repeats": 3, "warmup": 1}})
     )
     summary = summarize(tmp_path, wall_seconds=300)
@@ -117,14 +129,19 @@ def test_the_summary_counts_outcomes_lists_what_did_not_pass_and_tables_the_benc
     assert "GPU suite: 1 passed, 1 failed, 2 skipped." in text
     assert "- failed: `tests.gpu.test_fsdp2::test_b`: AssertionError: the run must be killed part-way\n" in text
     assert "- 2 skipped: no CUDA device is visible" in text
-    assert "| harness | 4.500 | 2000 | 17000 | 2.00 | 56.6 | 7.5 % |" in text
+    assert "## bench-small.json" in text
+    assert "| harness_eager | 4.500 | 5.00 | 2000 | 17000 | 2.00 | 56.6 | 7.5 % |" in text
+    assert "| trl | 5.000 |  | 1800 | 50000 |  | 170.0 | 22.7 % |" in text
+    assert "Step time harness_eager / TRL: 0.900." in text and "Work: comparable" in text
     assert "494.0 M matrix-multiplied parameters" in text and "750.0 TFLOP/s" in text
 
 
 def test_phases_that_did_not_finish_are_reported_as_missing(tmp_path, capsys):
     assert summary_main(["--out", str(tmp_path)]) == 0
     text = capsys.readouterr().out
-    assert "no gpu-tests.xml (the suite did not finish)" in text and "no bench.json (the bench did not finish)" in text
+    assert (
+        "no gpu-tests.xml (the suite did not finish)" in text and "no bench-*.json (the bench did not finish)" in text
+    )
     assert (tmp_path / "summary.md").read_text() == text
     with pytest.raises(SystemExit) as stopped:
         summary_main(["--out", str(tmp_path / "missing")])

@@ -9,10 +9,15 @@ float32, or float32 weights under bf16 autocast on both sides) and no activation
 the same device (``--device``). TRL's own default recomputes activations (gradient checkpointing);
 ``--trl-option gradient_checkpointing=true`` times it, and any other ``GRPOConfig`` field can be set
 the same way.
+The harness runs once per decoding loop named by ``--engines`` (``rollout.engine``: eager, static), a side
+each; TRL runs its default generation, and with ``--trl-static-cache`` also transformers' static KV cache.
+``--micro-batch`` splits both sides' one optimiser step into passes of that many rows.
 Each side runs ``warmup + repeats`` steps and the timed steps are the last ``repeats``; a step is
-everything from sampling to the optimiser step. Printed per side: median step time with its spread,
-generation tokens/s, training tokens/s and mean completion length; then the ratio harness / TRL,
-TRL's settings and the peak resident memory of the process. Each side's peak memory (allocated on
+everything from sampling to the optimiser step. Reported per side: median step time with its spread, the
+first (untimed) step, generation tokens/s, training tokens/s and mean completion length; then each side's
+step-time ratio to TRL's, each decoding loop's tokens/s over the eager loop's, TRL's settings and the peak
+resident memory of the process. A side that fails is reported with its error beside the others, and the
+report is written after every side. Each side's peak memory (allocated on
 CUDA, resident on the CPU) is measured over its own run. The update's achieved FLOP/s counts the
 model FLOPs of a plain forward and backward pass over every row, 6 x (matrix-multiplied parameters)
 x (prompt + completion tokens) per step (attention's own products not counted), over the step time
@@ -33,7 +38,8 @@ harness is timed.
 Command line::
 
     python -m algos.campaign.bench --model results/base_model [--prompts 16 --group 8 --max-new-tokens 96 --repeats 6]
-    python -m algos.campaign.bench --model qwen2-0.5b --device cuda --precision bf16 --json bench.json
+    python -m algos.campaign.bench --model qwen2-0.5b --device cuda --precision bf16 --engines eager static \
+        --prompts 64 --group 8 --max-new-tokens 256 --micro-batch 64 --json bench.json
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import functools
 import json
 import resource
 import statistics
@@ -55,6 +62,7 @@ import torch
 
 from algos.config.presets import load_config
 from algos.engine.memory import peak_memory_mb, reset_peak_memory
+from algos.engine.static_decoding import ENGINES
 from algos.trainer.run_files import read_metrics
 from algos.trainer.train import train
 from eval.tasks.config import TaskConfig
@@ -92,6 +100,9 @@ PRECISIONS = {"fp32": "no", "bf16": "bf16"}
 class Workload:
     """What both sides do per step. ``prompts`` x ``group`` completions of up to ``max_new_tokens``.
 
+    ``engine``: the harness's decoding loop (``rollout.engine``). ``micro_batch``: rows per forward/backward pass
+    on both sides (gradient accumulation over the one optimiser step); None runs the whole batch at once.
+
     The default learning rate is too small to move the policy measurably: every update is computed in
     full, but both sides keep sampling from the model they started from. At a real rate each side's
     policy follows its own samples, and on a pretrained model the completion lengths (so the work)
@@ -112,6 +123,8 @@ class Workload:
     device: str = "cpu"
     precision: str = "fp32"
     trl_options: tuple[tuple[str, object], ...] = ()
+    engine: str = "auto"
+    micro_batch: int | None = None
 
     @property
     def steps(self) -> int:
@@ -123,7 +136,8 @@ class SideResult:
     """One side's timed steps: seconds, generation seconds and mean completion length of each.
 
     completions: completions per step (P x G). peak_memory_mb: the side's peak over its whole run
-    (allocated on CUDA, resident on the CPU); None where not measured.
+    (allocated on CUDA, resident on the CPU); None where not measured. first_step_seconds: the first untimed
+    step, which pays what is paid once (a CUDA graph's capture, kernels' first choices); None without one.
     """
 
     name: str
@@ -132,6 +146,7 @@ class SideResult:
     lengths: list[float]
     completions: int
     peak_memory_mb: float | None = None
+    first_step_seconds: float | None = None
 
     @property
     def median_step(self) -> float:
@@ -154,6 +169,8 @@ class SideResult:
         }
         if self.peak_memory_mb is not None:
             summary["peak_memory_mb"] = round(self.peak_memory_mb, 1)
+        if self.first_step_seconds is not None:
+            summary["first_step_s"] = round(self.first_step_seconds, 4)
         return summary
 
     def update_tflops(self, flops_per_completion_token: float, prompt_tokens: int) -> float:
@@ -260,6 +277,8 @@ def harness_overrides(work: Workload) -> list[str]:
         f"run.mixed_precision={PRECISIONS[work.precision]}",
         "tracking.backend=none",
         f"seed={work.seed}",
+        f"rollout.engine={work.engine}",
+        *([f"optim.micro_batch_size={work.micro_batch}"] if work.micro_batch else []),
     ]
 
 
@@ -274,10 +293,13 @@ def training_problems(work: Workload) -> list[Problem]:
 
 def trl_settings(work: Workload) -> dict[str, object]:
     """TRL's ``GRPOConfig`` fields for the workload (all but the output directory), ``work.trl_options`` last."""
+    completions = work.prompts * work.group
+    passes = completions // work.micro_batch if work.micro_batch else 1  # micro-batches of one optimiser step
     settings = {
-        "per_device_train_batch_size": work.prompts * work.group,
+        "per_device_train_batch_size": completions // passes,
+        "gradient_accumulation_steps": passes,
         "num_generations": work.group,
-        "steps_per_generation": 1,
+        "steps_per_generation": passes,  # one generation of the whole batch per optimiser step
         "num_iterations": 1,
         "max_completion_length": work.max_new_tokens,
         "temperature": work.temperature,
@@ -334,17 +356,19 @@ def run_harness(work: Workload) -> SideResult:
         lines = [line for line in read_metrics(Path(out)) if line["step"] >= 1 and "perf/step_seconds" in line]
     timed = lines[work.warmup :]
     return SideResult(
-        "harness",
+        f"harness_{work.engine}",
         [line["perf/step_seconds"] for line in timed],
         [line["perf/gen_seconds"] for line in timed],
         [line["rollout/response_length_mean"] for line in timed],
         work.prompts * work.group,
         max(line["perf/peak_memory_mb"] for line in lines),  # each step's peak, as the run measures it
+        lines[0]["perf/step_seconds"] if work.warmup else None,
     )
 
 
-def run_trl(work: Workload) -> SideResult:
-    """``work.steps`` steps of TRL's ``GRPOTrainer`` on the same workload, timed by a trainer callback."""
+def run_trl(work: Workload, name: str = "trl") -> SideResult:
+    """``work.steps`` steps of TRL's ``GRPOTrainer`` on the same workload, timed by a trainer callback; ``name``
+    names the side (its settings are ``work.trl_options``)."""
     from accelerate.state import AcceleratorState
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
@@ -408,47 +432,59 @@ def run_trl(work: Workload) -> SideResult:
         finally:
             AcceleratorState._reset_state(reset_partial_state=True)  # TRL's settings must not outlive its run
     return SideResult(
-        "trl",
+        name,
         clock.seconds[work.warmup :],
         clock.generation[work.warmup :],
         clock.lengths[work.warmup :],
         work.prompts * work.group,
         peak_memory_mb(device),
+        clock.seconds[0] if work.warmup else None,
     )
 
 
-def compare(harness: SideResult, trl: SideResult | None, length_tolerance: float) -> dict:
-    """Both sides' summaries, the step-time ratio and whether the comparison holds (equal completion lengths)."""
-    report = {"harness": harness.summary()}
-    if trl is None:
-        return report
-    report["trl"] = trl.summary()
-    gap = abs(harness.mean_completion_length - trl.mean_completion_length) / trl.mean_completion_length
+def compare(sides: dict[str, SideResult], length_tolerance: float) -> dict:
+    """Every side's summary; beside TRL's (the first side named ``trl``), each other side's step-time ratio; the
+    harness's decoding speed-up of each engine over the eager one; and whether the work was equal (every
+    side's mean completion length within ``length_tolerance`` of the first side's)."""
+    report: dict = {"sides": {name: side.summary() for name, side in sides.items()}}
+    first = next(iter(sides.values()))
+    gap = max(
+        abs(side.mean_completion_length - first.mean_completion_length) / first.mean_completion_length
+        for side in sides.values()
+    )
     report["completion_length_gap"] = round(gap, 3)
     report["comparable"] = gap <= length_tolerance
-    report["ratio_harness_over_trl"] = round(harness.median_step / trl.median_step, 3)
+    if "trl" in sides:
+        report["step_ratio_over_trl"] = {
+            name: round(side.median_step / sides["trl"].median_step, 3) for name, side in sides.items() if name != "trl"
+        }
+    if "harness_eager" in sides:
+        eager = report["sides"]["harness_eager"]["generation_tokens_per_s"]
+        report["decode_speedup_over_eager"] = {
+            name: round(report["sides"][name]["generation_tokens_per_s"] / eager, 2)
+            for name in sides
+            if name.startswith("harness_") and name != "harness_eager"
+        }
     return report
 
 
-def update_throughput(work: Workload, sides: dict[str, SideResult | None], matmul_size: int) -> dict[str, object]:
-    """The device, its measured matrix-product rate, the model's size, and each side's achieved update TFLOP/s
-    and its share of that rate (sides that did not run are left out)."""
+def update_throughput(
+    work: Workload, sides: dict[str, SideResult], matmul_size: int, ceiling: float
+) -> dict[str, object]:
+    """The device, its measured matrix-product rate ``ceiling`` (TFLOP/s, of a ``matmul_size`` product), the model's
+    size, and each side's achieved update TFLOP/s and its share of that rate."""
     parameters = matmul_parameters(work.model)
-    ceiling = measured_matmul_tflops(work.device, work.precision, matmul_size)
     device = torch.device(work.device)
-    report: dict[str, object] = {
+    tokens = prompt_tokens(work)
+    rates = {name: side.update_tflops(6 * parameters, tokens) for name, side in sides.items()}
+    return {
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "matmul_parameters": parameters,
         "matmul_size": matmul_size,
         "matmul_tflops": round(ceiling, 4),
+        "update_tflops": {name: round(rate, 4) for name, rate in rates.items()},
+        "share_of_matmul": {name: round(rate / ceiling, 4) for name, rate in rates.items()},
     }
-    tokens = prompt_tokens(work)
-    for name, side in sides.items():
-        if side is not None:
-            achieved = side.update_tflops(6 * parameters, tokens)
-            report[f"{name}_update_tflops"] = round(achieved, 4)
-            report[f"{name}_share_of_matmul"] = round(achieved / ceiling, 4)
-    return report
 
 
 GROUP_SIZES = (4, 8, 16, 32)
@@ -544,6 +580,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--length-tolerance", type=float, default=0.1, help="largest relative completion-length gap")
     parser.add_argument("--no-trl", action="store_true", help="time the harness only")
     parser.add_argument(
+        "--engines",
+        nargs="+",
+        choices=ENGINES,
+        default=["auto"],
+        help="the harness's decoding loops to time, a side each (rollout.engine)",
+    )
+    parser.add_argument(
+        "--micro-batch", type=int, help="rows per forward/backward pass on both sides (default: the whole batch)"
+    )
+    parser.add_argument(
+        "--trl-static-cache",
+        action="store_true",
+        help="also time TRL with transformers' static KV cache in its generation (cache_implementation=static)",
+    )
+    parser.add_argument(
         "--trl-option",
         type=parse_trl_option,
         action="append",
@@ -556,6 +607,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda but no CUDA device is visible; use --device cpu")
+    completions = args.prompts * args.group
+    if args.micro_batch and (completions % args.micro_batch or args.micro_batch % args.group):
+        parser.error(
+            f"--micro-batch {args.micro_batch} must divide the batch of P x G = {completions} completions into "
+            f"whole groups of G = {args.group}"
+        )
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="bench-model-") as scratch:
         model = str(build_random_qwen2(Path(scratch), args.model)) if args.model in RANDOM_MODELS else args.model
@@ -572,33 +629,64 @@ def main(argv: list[str] | None = None) -> int:
             device=args.device,
             precision=args.precision,
             trl_options=tuple(args.trl_option),
+            micro_batch=args.micro_batch,
         )
         if args.scaling:
-            print(json.dumps(scaling(work, args.scaling), indent=2))
+            print(json.dumps(scaling(replace(work, engine=args.engines[0]), args.scaling), indent=2))
             return 0
-        harness = run_harness(work)
-        trl = None
+        matmul_size = args.matmul_size or (8192 if args.device == "cuda" else 1024)
+        ceiling = measured_matmul_tflops(work.device, work.precision, matmul_size)
+        runs: list[tuple[str, Callable[[], SideResult]]] = [
+            (f"harness_{engine}", functools.partial(run_harness, replace(work, engine=engine)))
+            for engine in args.engines
+        ]
         if not args.no_trl:
+            runs.append(("trl", functools.partial(run_trl, work)))
+            if args.trl_static_cache:
+                static = replace(work, trl_options=(*work.trl_options, ("cache_implementation", "static")))
+                runs.append(("trl_static_cache", functools.partial(run_trl, static, "trl_static_cache")))
+        sides: dict[str, SideResult] = {}
+        failures: dict[str, str] = {}
+        for name, run in runs:
             try:
-                trl = run_trl(work)
+                sides[name] = run()
             except ImportError as error:
                 print(f"TRL is not installed ({error}); timing the harness only", file=sys.stderr)
-        matmul_size = args.matmul_size or (8192 if args.device == "cuda" else 1024)
-        throughput = update_throughput(work, {"harness": harness, "trl": trl}, matmul_size)
-    report = {
-        "workload": {**asdict(work), "model": args.model, "threads": args.threads},
-        **compare(harness, trl, args.length_tolerance),
-        "throughput": throughput,
-        **({"trl_settings": trl_settings(work)} if trl is not None else {}),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
+                break
+            except Exception as error:  # a side that fails is reported beside the others' numbers
+                failures[name] = f"{type(error).__name__}: {error}"[:2000]
+                print(f"the {name} side failed: {failures[name]}", file=sys.stderr)
+            # Written after every side, so that a bench stopped at its time limit leaves what it measured.
+            report = bench_report(args, work, sides, failures, matmul_size, ceiling)
+            if args.json:
+                args.json.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    if trl is not None and not report["comparable"]:
+    if failures or not sides:
+        return 1
+    if not report["comparable"]:
         print("the comparison is void: completion lengths differ, so the work is not equal", file=sys.stderr)
         return 1
     return 0
+
+
+def bench_report(
+    args: argparse.Namespace,
+    work: Workload,
+    sides: dict[str, SideResult],
+    failures: dict[str, str],
+    matmul_size: int,
+    ceiling: float,
+) -> dict:
+    """The bench's report of the sides measured so far (and those that failed, with their error)."""
+    report = {
+        "workload": {**asdict(work), "model": args.model, "threads": args.threads, "engines": args.engines},
+        **(compare(sides, args.length_tolerance) if sides else {"sides": {}, "comparable": False}),
+        "failed_sides": failures,
+        "throughput": update_throughput(work, sides, matmul_size, ceiling),
+        **({"trl_settings": trl_settings(work)} if "trl" in sides else {}),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    return report
 
 
 if __name__ == "__main__":

@@ -257,6 +257,12 @@ def batching_violations(cfg: Config) -> Iterator[str]:
             "optim.update_pass=shared_prompts continues rows from a cache, which a checkpointed layer does not keep: "
             "set optim.update_pass=auto or joined_rows, or model.gradient_checkpointing=false"
         )
+    if optim.update_pass == "shared_prompts" and optim.token_logprobs == "chunked":
+        yield (
+            "optim.token_logprobs=chunked runs the output layer over the joined rows' hidden states, which "
+            "optim.update_pass=shared_prompts does not make: set optim.update_pass=auto or joined_rows, or "
+            "optim.token_logprobs=auto or whole_logits"
+        )
 
 
 def dynamic_sampling_violations(cfg: Config) -> Iterator[str]:

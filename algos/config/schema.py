@@ -458,6 +458,16 @@ class RolloutConfig:
     correction_high: Positive = Field(
         2.0, description="Upper bound of the correction weight (verl rollout_is_threshold 2; TRL clip_max 3)."
     )
+    engine: Literal["auto", "eager", "static"] = Field(
+        "auto",
+        description=(
+            "The decoding loop (algos.engine.static_decoding), the same tokens either way. eager: a cache that grows "
+            "a column a step, ended rows leaving the batch, an end check every token (the fastest on the CPU). "
+            "static: a fixed batch and cache width, ends checked every 16 steps, and on CUDA each decode step one "
+            "CUDA graph replay (one process; sdpa or eager attention, no sliding window). auto: static on CUDA "
+            "where it can run, else eager."
+        ),
+    )
     old_logprobs: Literal["auto", "score", "sampler"] = Field(
         "sampler",
         description=(
@@ -533,6 +543,18 @@ class OptimConfig:
             "to float rounding); auto = shared_prompts for CPU runs, joined_rows on CUDA, where the cache's "
             "copies cost more than the prompts they save. joined_rows regardless under gradient checkpointing "
             "and FSDP."
+        ),
+    )
+    token_logprobs: Literal["auto", "whole_logits", "chunked"] = Field(
+        "auto",
+        description=(
+            "How the update turns the model's last hidden states into log-probabilities and entropies "
+            "(algos.engine.sequences). whole_logits: the model's (B, T, V) logits, then float32 log-softmax over "
+            "them. chunked: the output layer and the log-softmax a chunk of 1024 tokens at a time, each chunk "
+            "recomputed in the backward pass, so no (B, T, V) tensor is ever held (Liger's fused linear "
+            "log-probabilities, in plain PyTorch); the same values to float rounding. It takes the joined rows "
+            "(joined_rows), one process, and a llama, qwen2, qwen3 or mistral model: for memory, since it measured "
+            "slower than whole_logits where those fit (docs/gpus.md). auto: whole_logits."
         ),
     )
 

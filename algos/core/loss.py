@@ -13,6 +13,7 @@ still learns from them).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -72,18 +73,23 @@ class Denominators:
 
 @dataclass(frozen=True)
 class LossOutput:
-    """Scalar losses (``total`` is what to backpropagate) and detached diagnostics.
+    """Scalar losses (``total`` is what to backpropagate) and detached diagnostics, all left on the device.
 
-    metrics: means over the micro-batch. token_values: detached per-token values (1-D) whose
-    statistics are taken once over a whole step (:func:`algos.trainer.update.token_statistics`): the
-    importance weight of every loss token, the sampling probability of every up-clipped token.
+    metrics: means over the micro-batch, 0-d tensors (:meth:`read_metrics` reads them). token_values: detached
+    per-token values, flattened (B·T,) with NaN off the loss tokens, whose statistics are taken once over a
+    whole step (:func:`algos.trainer.update.token_statistics`): the importance weight of every loss token,
+    the sampling probability of every up-clipped token.
     """
 
     total: torch.Tensor
     policy: torch.Tensor
     value: torch.Tensor | None
-    metrics: dict[str, float]
+    metrics: dict[str, torch.Tensor]
     token_values: dict[str, torch.Tensor]
+
+    def read_metrics(self) -> dict[str, float]:
+        """The metrics as numbers (one read from the device)."""
+        return dict(zip(self.metrics, torch.stack(list(self.metrics.values())).tolist(), strict=True))
 
 
 def policy_mask(cfg: RLConfig, mask: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:
@@ -174,31 +180,31 @@ def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -
     pg_loss = aggregate(per_token, loss_mask, pl.aggregation, denominators.policy)
     policy = pg_loss
     metrics = {
-        "actor/pg_loss": pg_loss.item(),
-        "actor/clip_frac_low": stats.clip_frac_low.item(),
-        "actor/clip_frac_high": stats.clip_frac_high.item(),
-        "actor/dual_clip_frac": stats.dual_clip_frac.item(),
+        "actor/pg_loss": pg_loss.detach(),
+        "actor/clip_frac_low": stats.clip_frac_low.detach(),
+        "actor/clip_frac_high": stats.clip_frac_high.detach(),
+        "actor/dual_clip_frac": stats.dual_clip_frac.detach(),
         "actor/approx_kl_old": masked_mean(
             kl_estimate(batch.logprobs.detach(), batch.old_logprobs, "k3"), batch.mask
-        ).item(),
+        ).detach(),
     }
     if multipliers is not None:
-        metrics["actor/loss_multiplier_mean"] = masked_mean(multipliers, loss_mask).item()
+        metrics["actor/loss_multiplier_mean"] = masked_mean(multipliers, loss_mask).detach()
 
     if batch.ref_logprobs is not None:
         metrics["actor/kl_ref"] = masked_mean(
             kl_estimate(batch.logprobs.detach(), batch.ref_logprobs, "k3"), batch.mask
-        ).item()
+        ).detach()
     if cfg.kl_in_loss:
         kl = kl_estimate(batch.logprobs, batch.ref_logprobs, cfg.kl.estimator, cfg.kl.clamp, batch.full_kl)
         if cfg.kl.importance_weighted:
             kl = kl * ratio
         kl_loss = aggregate(kl, loss_mask, pl.aggregation, denominators.policy)
         policy = policy + cfg.kl.coef * kl_loss
-        metrics["actor/kl_loss"] = kl_loss.item()
+        metrics["actor/kl_loss"] = kl_loss.detach()
 
     if batch.entropy is not None:
-        metrics["actor/entropy"] = masked_mean(batch.entropy.detach(), batch.mask).item()
+        metrics["actor/entropy"] = masked_mean(batch.entropy.detach(), batch.mask).detach()
     if pl.entropy_coef > 0:
         if batch.entropy is None:
             raise ValueError("policy_loss.entropy_coef > 0 needs per-token entropies")
@@ -209,7 +215,7 @@ def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -
     if pl.pos_lm_coef > 0:
         nll = positive_example_nll(batch.logprobs, loss_mask, batch.correct, denominators.positive_tokens)
         policy = policy + pl.pos_lm_coef * nll
-        metrics["actor/pos_lm_loss"] = nll.item()
+        metrics["actor/pos_lm_loss"] = nll.detach()
 
     value = None
     if cfg.critic.enabled:
@@ -219,15 +225,15 @@ def compose_loss(cfg: RLConfig, batch: LossInputs, denominators: Denominators) -
             batch.values, batch.old_values, batch.returns, batch.mask, cfg.critic.value_clip
         )
         value = aggregate(per_token_value, batch.mask, "token_mean", Normalizer(denominators.value_tokens, 1.0))
-        metrics["critic/value_loss"] = value.item()
-        metrics["critic/value_clip_frac"] = value_clip_frac.item()
+        metrics["critic/value_loss"] = value.detach()
+        metrics["critic/value_clip_frac"] = value_clip_frac.detach()
 
     total = policy if value is None else policy + value
-    metrics["actor/policy_loss"] = policy.item()
+    metrics["actor/policy_loss"] = policy.detach()
     real = loss_mask > 0
     up_clipped = real & stats.up_clipped
-    token_values = {
-        "actor/ratio": ratio.detach()[real],
-        "actor/clip_high_prob": batch.old_logprobs[up_clipped].exp(),
+    token_values = {  # NaN off the tokens a statistic is over: no boolean indexing, which waits for the device
+        "actor/ratio": ratio.detach().masked_fill(~real, math.nan).flatten(),
+        "actor/clip_high_prob": batch.old_logprobs.exp().masked_fill(~up_clipped, math.nan).flatten(),
     }
     return LossOutput(total=total, policy=policy, value=value, metrics=metrics, token_values=token_values)

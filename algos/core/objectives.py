@@ -46,7 +46,7 @@ def _stats(low: torch.Tensor, high: torch.Tensor, mask: torch.Tensor, up: torch.
         return SurrogateStats(
             clip_frac_low=masked_mean(low.float(), mask),
             clip_frac_high=masked_mean(high.float(), mask),
-            dual_clip_frac=torch.zeros(()),
+            dual_clip_frac=mask.new_zeros(()),
             up_clipped=high if up is None else up,
         )
 

@@ -30,6 +30,7 @@ def responses(
     processes: Processes | None = None,
     prompts_per_batch: int = PROMPTS_PER_BATCH,
     on_step: Callable[[int], None] | None = None,
+    engine: str = "auto",
 ) -> tuple[list[str], list[int]]:
     """One response per problem, greedy or sampled at ``temperature`` and nucleus ``top_p``: its text and its
     number of generated tokens (the end token included).
@@ -37,7 +38,8 @@ def responses(
     ``processes``: the processes of a multi-process run, which split every batch of problems and all
     get every text (the same texts as one process's). ``prompts_per_batch``: problems generated together,
     which sets each batch's padding widths and its draws from ``generator``. ``on_step``: told of the decode
-    steps, ``max_new_tokens`` a batch (see :func:`~algos.engine.generation.generate`).
+    steps, ``max_new_tokens`` a batch (see :func:`~algos.engine.generation.generate`). ``engine``: the decoding
+    loop (``rollout.engine``).
     """
     processes = processes or Processes()
     texts: list[str] = []
@@ -55,6 +57,7 @@ def responses(
         generator=generator,
         processes=processes,
         on_step=on_step,
+        engine=engine,
     ):
         texts += processes.gather(part.texts)
         tokens += processes.gather(part.lengths.tolist())
@@ -74,10 +77,11 @@ def accuracy(
     generator: torch.Generator | None = None,
     processes: Processes | None = None,
     prompts_per_batch: int = 128,
+    engine: str = "auto",
 ) -> float:
     """Fraction of ``problems`` answered correctly: greedy decoding, or one sample at ``temperature``.
 
-    A response the verifier cannot score (a None verdict) counts as wrong.
+    A response the verifier cannot score (a None verdict) counts as wrong. ``engine``: the decoding loop.
     """
     texts, _ = responses(
         model,
@@ -90,6 +94,7 @@ def accuracy(
         generator=generator,
         processes=processes,
         prompts_per_batch=prompts_per_batch,
+        engine=engine,
     )
     verdicts = grade(verifier, texts, [p.answer for p in problems])
     return int(verdicts.correct.sum()) / len(problems)

@@ -11,6 +11,8 @@ row still gets the tokens it would get in the whole batch.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -64,6 +66,20 @@ class BatchShard:
         return whole, mine
 
 
+def cache_keyword(model: torch.nn.Module) -> str:
+    """The keyword ``model``'s forward takes its KV cache by: ``cache`` where the installed transformers renamed
+    it, else ``past_key_values`` (``model`` may be wrapped by DDP or peft)."""
+    inner = getattr(model, "module", model)
+    if hasattr(inner, "get_base_model"):
+        inner = inner.get_base_model()
+    return _forward_cache_keyword(type(inner))
+
+
+@functools.cache
+def _forward_cache_keyword(model_class: type) -> str:
+    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"
+
+
 def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
     """Positions counting real tokens only: (N, T) mask -> (N, T), 0 on left padding."""
     return (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
@@ -98,8 +114,8 @@ def encode_prompts_once(
         input_ids=prompt_ids[first],
         attention_mask=mask,
         position_ids=position_ids(mask),
-        past_key_values=cache,
         logits_to_keep=1,
+        **{cache_keyword(model): cache},
     )
     cache.batch_select_indices(inverse)
     return output.logits[:, -1][inverse]
@@ -114,9 +130,11 @@ def sample_tokens(
 ) -> torch.Tensor:
     """One token per row from softmax(logits / temperature) restricted to the top-p nucleus: (N, V) -> (N,).
 
-    With a ``shard``, the rows are drawn as part of the whole batch: ``torch.multinomial`` fills one
-    exponential draw per (row, token) of its input, whatever the probabilities, so the draws of these
-    rows equal their draws in one process's batch.
+    The draw is ``torch.multinomial``'s for one sample, argmax(p / E) with E one exponential draw per (row,
+    token), written out because ``multinomial`` first checks its input on the host, a synchronisation with
+    the device per call: the same tokens from the same generator state, and the same state afterwards.
+    With a ``shard``, the rows are drawn as part of the whole batch: the draws fill every (row, token) of
+    the input whatever the probabilities, so the draws of these rows equal their draws in one process's batch.
     """
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     if top_p < 1.0:
@@ -126,9 +144,14 @@ def sample_tokens(
         sorted_probs = sorted_probs.masked_fill(outside, 0.0)
         probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
     if shard is None:
-        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        return _exponential_race(probs, generator)
     whole, mine = shard.draw_rows(probs)
-    return torch.multinomial(whole, 1, generator=generator).squeeze(-1)[mine]
+    return _exponential_race(whole, generator)[mine]
+
+
+def _exponential_race(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """One index per row drawn from ``probs`` (N, V), as ``torch.multinomial(probs, 1)`` draws it: (N,)."""
+    return (probs / torch.empty_like(probs).exponential_(1, generator=generator)).argmax(dim=-1)
 
 
 @torch.no_grad()
@@ -206,7 +229,7 @@ def generate(
             input_ids=token[in_batch].unsqueeze(-1),
             attention_mask=attention,
             position_ids=next_position,
-            past_key_values=cache,
+            **{cache_keyword(model): cache},
         ).logits[:, -1]
         next_position = next_position + 1
     return Generation(

@@ -22,6 +22,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from algos.engine.distributed import Processes, generate_share
 from algos.engine.models import ChatFormat, decode_responses, encode_prompts, end_token_ids
 from algos.engine.sequences import SequenceBatch
+from algos.engine.static_decoding import generate_static, resolve_engine
 from eval.tasks.records import Problem, Verifier
 
 
@@ -86,6 +87,7 @@ def sample(
     processes: Processes | None = None,
     with_logprobs: bool = False,
     on_step: Callable[[int], None] | None = None,
+    engine: str = "auto",
 ) -> Responses:
     """``group_size`` responses to each of ``problems`` in one generation batch: this process's share of the groups.
 
@@ -95,6 +97,8 @@ def sample(
     would get in one process (:func:`~algos.engine.distributed.generate_share`). The model runs in eval
     mode and is left in the mode it was in. ``with_logprobs``: also keep the sampler's log-probability of
     every response token. ``on_step``: told of the decode steps (see :func:`~algos.engine.generation.generate`).
+    ``engine``: ``rollout.engine``, the decoding loop (:func:`~algos.engine.static_decoding.resolve_engine`); both
+    give the same tokens.
     """
     processes = processes or Processes()
     device = next(model.parameters()).device
@@ -105,22 +109,21 @@ def sample(
     rows = slice(mine.start * group_size, mine.stop * group_size)
     was_training = model.training
     model.eval()
-    result = generate_share(
-        processes,
-        model,
-        prompt_ids,
-        prompt_mask,
-        rows,
-        max_new_tokens=max_new_tokens,
-        eos_token_id=end_token_ids(tokenizer, model),
-        pad_token_id=tokenizer.pad_token_id,
-        temperature=temperature,
-        top_p=top_p,
-        greedy=greedy,
-        generator=generator,
-        with_logprobs=with_logprobs,
-        on_step=on_step,
-    )
+    options = {
+        "max_new_tokens": max_new_tokens,
+        "eos_token_id": end_token_ids(tokenizer, model),
+        "pad_token_id": tokenizer.pad_token_id,
+        "temperature": temperature,
+        "top_p": top_p,
+        "greedy": greedy,
+        "generator": generator,
+        "with_logprobs": with_logprobs,
+        "on_step": on_step,
+    }
+    if resolve_engine(engine, model, processes.count) == "static":
+        result = generate_static(model, prompt_ids, prompt_mask, **options)
+    else:
+        result = generate_share(processes, model, prompt_ids, prompt_mask, rows, **options)
     model.train(was_training)
     return Responses(
         sequences=SequenceBatch(prompt_ids[rows], prompt_mask[rows], result.response_ids, result.response_mask),

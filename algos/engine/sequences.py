@@ -9,6 +9,10 @@ The policy's forward pass encodes each distinct prompt once (the G responses of 
 theirs) and runs the responses on copies of its cache: the same logits as the joined pass up to
 float rounding, with the prompt's cost paid once per group instead of G times, in the backward pass
 too.
+
+The joined pass can also stop at the last hidden states and apply the output layer a chunk of tokens
+at a time (:func:`chunked_response_logprobs`): a (B, T, V) float32 copy of the logits is then never
+held, which on a vocabulary of 150 k tokens is most of the update's memory and much of its time.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from dataclasses import dataclass
 
 import torch
 from accelerate.utils import extract_model_from_parallel
+from torch.utils.checkpoint import checkpoint
 from transformers import DynamicCache, PreTrainedModel
 
 from algos.core.logprobs import entropy_from_logits, token_logprobs
-from algos.engine.generation import encode_prompts_once, position_ids
+from algos.engine.generation import cache_keyword, encode_prompts_once, position_ids
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ def response_logits(model: PreTrainedModel, batch: SequenceBatch, share_prompts:
         input_ids=batch.response_ids[:, :-1],
         attention_mask=inputs["attention_mask"][:, :-1],
         position_ids=inputs["position_ids"][:, -response_length:-1],
-        past_key_values=cache,
+        **{cache_keyword(model): cache},
     ).logits  # (B, T - 1, V)
     return torch.cat([first, rest], dim=1)
 
@@ -103,6 +108,64 @@ def response_logprobs(
     logits = response_logits(model, batch, share_prompts) / temperature  # (B, T, V)
     entropy = entropy_from_logits(logits) if with_entropy else None
     return token_logprobs(logits, batch.response_ids), entropy
+
+
+CHUNKED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
+"""Model types whose logits are the output layer applied to the last hidden states, nothing after it."""
+
+CHUNK_TOKENS = 1024
+"""Tokens per chunk of the output layer in :func:`chunked_response_logprobs`."""
+
+
+def chunked_unsupported(model: torch.nn.Module) -> str | None:
+    """Why ``model``'s log-probabilities cannot be taken chunk by chunk (see :func:`chunked_response_logprobs`), or None."""
+    if hasattr(model, "module"):
+        return "the model is wrapped for several processes, whose forward pass must run whole"
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft: adapters stay in its layers
+    model_type = getattr(inner.config, "model_type", None)
+    if model_type not in CHUNKED_MODEL_TYPES:
+        return f"its model type is {model_type!r}, not one of {', '.join(CHUNKED_MODEL_TYPES)}"
+    return None
+
+
+def chunked_response_logprobs(
+    model: PreTrainedModel, batch: SequenceBatch, temperature: float, chunk_tokens: int = CHUNK_TOKENS
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`response_logprobs` of the joined pass, with entropies, through the output layer a chunk at a time.
+
+    The model body gives the last hidden states (B, T, H) at the positions that predict the response tokens;
+    the output layer, the temperature, the float32 log-softmax, the token's log-probability and the entropy
+    then run on ``chunk_tokens`` positions at a time, each chunk recomputed in the backward pass (activation
+    checkpointing), so the largest tensor held is one chunk's (chunk_tokens, V) logits. Returns log-probabilities
+    and entropies, (B, T) each. ``model`` must pass :func:`chunked_unsupported`.
+    """
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    rows, length = batch.response_ids.shape
+    hidden = inner.base_model(**batch.model_inputs()).last_hidden_state[:, -length - 1 : -1]  # (B, T, H)
+    hidden = hidden.reshape(rows * length, -1)
+    tokens = batch.response_ids.reshape(-1)
+    head = inner.get_output_embeddings()
+    parts = [
+        checkpoint(
+            _head_terms,
+            head,
+            hidden[start : start + chunk_tokens],
+            tokens[start : start + chunk_tokens],
+            temperature,
+            use_reentrant=False,
+        )
+        for start in range(0, rows * length, chunk_tokens)
+    ]
+    logprobs, entropies = (torch.cat(terms).reshape(rows, length) for terms in zip(*parts, strict=True))
+    return logprobs, entropies
+
+
+def _head_terms(
+    head: torch.nn.Module, hidden: torch.Tensor, tokens: torch.Tensor, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probability of each token and entropy of each position, (n,) each, from hidden states (n, H)."""
+    logits = head(hidden).float() / temperature  # (n, V)
+    return token_logprobs(logits, tokens), entropy_from_logits(logits)
 
 
 def response_values(critic: PreTrainedModel, batch: SequenceBatch) -> torch.Tensor:

@@ -208,6 +208,7 @@ def _sample_round(
         top_p=cfg.rollout.top_p,
         generator=generator,
         with_logprobs=cfg.rollout.old_logprobs == "sampler",
+        engine=cfg.rollout.engine,
         **common,
     )
     correct, scores = _graded(cfg, task, part, seed)

@@ -493,7 +493,12 @@ def held_out_accuracy(
     for split, problems in task.held_out(final=step == cfg.run.steps).items():
         if not problems:
             continue
-        common = {"max_new_tokens": cfg.rollout.max_new_tokens, "chat": chat, "processes": processes}
+        common = {
+            "max_new_tokens": cfg.rollout.max_new_tokens,
+            "chat": chat,
+            "processes": processes,
+            "engine": cfg.rollout.engine,
+        }
         if "greedy" in cfg.run.eval_modes:
             metrics[f"eval/{split}/accuracy_greedy"] = accuracy(
                 policy, tokenizer, problems, task.verifier, greedy=True, **common

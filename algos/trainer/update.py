@@ -33,7 +33,14 @@ from algos.core.logprobs import entropy_from_logits, token_logprobs
 from algos.core.loss import LossInputs, compose_loss, mini_batch_denominators
 from algos.engine.distributed import Processes
 from algos.engine.seeding import derive_seed
-from algos.engine.sequences import SequenceBatch, response_logits, response_logprobs, response_values
+from algos.engine.sequences import (
+    SequenceBatch,
+    chunked_response_logprobs,
+    chunked_unsupported,
+    response_logits,
+    response_logprobs,
+    response_values,
+)
 from algos.trainer.rollout import RolloutBatch
 
 log = logging.getLogger(__name__)
@@ -94,32 +101,43 @@ def token_budget_passes(
     return [torch.tensor(rows, dtype=ordered.dtype, device=ordered.device) for rows in passes if rows]
 
 
-def _merge_micro(metrics: list[tuple[dict[str, float], float]]) -> dict[str, float]:
-    """Combine micro-batch metrics: additive losses are summed, diagnostics weighted by response tokens."""
-    total_weight = sum(weight for _, weight in metrics) or 1.0
-    merged: dict[str, float] = {}
+def _merge_micro(metrics: list[tuple[dict[str, torch.Tensor], torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Combine micro-batch metrics (0-d tensors, each with its response tokens): additive losses are summed,
+    diagnostics weighted by response tokens; nothing is read from the device."""
+    # In float64, as Python numbers would be: the merged values are the same bits as when each was read first.
+    total_weight = sum(weight.double() for _, weight in metrics)
+    total_weight = total_weight.clamp(min=1.0) if torch.is_tensor(total_weight) else 1.0
+    merged: dict[str, torch.Tensor] = {}
     for values, weight in metrics:
         for key, value in values.items():
-            share = 1.0 if key in ADDITIVE_METRICS else weight / total_weight
-            merged[key] = merged.get(key, 0.0) + share * value
+            share = 1.0 if key in ADDITIVE_METRICS else weight.double() / total_weight
+            merged[key] = merged.get(key, 0.0) + share * value.double()
     return merged
 
 
-def _grad_norm(parameters: list[torch.nn.Parameter], max_norm: float | None, accelerator: Accelerator) -> float:
-    return float(accelerator.clip_grad_norm_(parameters, max_norm if max_norm is not None else math.inf))
-
-
 def _optimizer_step(
-    cfg: RLConfig, learner: Learner, accelerator: Accelerator, *, finite_loss: bool, critic_only: bool
-) -> dict[str, float]:
-    metrics = {}
+    cfg: RLConfig,
+    learner: Learner,
+    accelerator: Accelerator,
+    processes: Processes,
+    *,
+    finite_loss: torch.Tensor,
+    critic_only: bool,
+) -> dict[str, torch.Tensor | float]:
+    """Clip the gradients, step where the loss (a 0-d bool tensor) and every gradient norm are finite on every
+    process, clear the gradients. The one read from the device an optimizer step needs is this decision."""
+    metrics: dict[str, torch.Tensor | float] = {}
     pairs = [] if critic_only else [("actor", learner.policy, learner.optimizer)]
     if learner.critic is not None:
         pairs.append(("critic", learner.critic, learner.critic_optimizer))
+    limit = cfg.optim.max_grad_norm if cfg.optim.max_grad_norm is not None else math.inf
     norms = {
-        name: _grad_norm(list(model.parameters()), cfg.optim.max_grad_norm, accelerator) for name, model, _ in pairs
+        name: _whole(torch.as_tensor(accelerator.clip_grad_norm_(list(model.parameters()), limit))).detach()
+        for name, model, _ in pairs
     }
-    finite = finite_loss and all(math.isfinite(norm) for norm in norms.values())
+    device = finite_loss.device
+    checks = torch.stack([finite_loss, *(torch.isfinite(norm).to(device) for norm in norms.values())])
+    finite = processes.all_true(bool(checks.all()))
     for name, _, optimizer in pairs:
         if finite:
             optimizer.step()
@@ -128,7 +146,7 @@ def _optimizer_step(
         metrics[f"{name}/lr"] = optimizer.param_groups[0]["lr"]
     metrics["actor/nonfinite_skipped"] = 0.0 if finite else 1.0
     if not finite:
-        log.warning("non-finite loss or gradient norm %s: update skipped", norms)
+        log.warning("non-finite loss or gradient norm %s: update skipped", {k: float(v) for k, v in norms.items()})
     return metrics
 
 
@@ -140,6 +158,7 @@ def _loss_inputs(
     *,
     critic_only: bool,
     share_prompts: bool,
+    chunked: bool = False,
     token_draws: torch.Generator | None = None,
 ) -> LossInputs:
     width = int(batch.sequences.response_mask[rows].sum(dim=-1).max())  # this pass's longest response
@@ -150,6 +169,8 @@ def _loss_inputs(
         logprobs, entropy = batch.old_logprobs[rows, :width], None
     elif cfg.kl_in_loss and KL_ESTIMATORS[cfg.kl.estimator].facts.exact:
         logprobs, entropy, exact_kl = _logprobs_with_full_kl(cfg, learner, sequences, share_prompts)
+    elif chunked:
+        logprobs, entropy = chunked_response_logprobs(learner.policy, sequences, cfg.rollout.temperature)
     else:
         logprobs, entropy = response_logprobs(
             learner.policy, sequences, cfg.rollout.temperature, with_entropy=True, share_prompts=share_prompts
@@ -185,14 +206,31 @@ def _shares_prompts(cfg: RLConfig, accelerator: Accelerator) -> bool:
     """Whether the update's forward pass continues each row from its prompt's cache (see ``response_logits``),
     as ``optim.update_pass`` says (auto: on the CPU only, where it was measured faster).
 
-    Not under gradient checkpointing: a checkpointed layer runs without a cache in training mode. Not
+    Not under gradient checkpointing: a checkpointed layer runs without a cache in training mode. Not with
+    chunked log-probabilities (``optim.token_logprobs=chunked``), which take the joined rows' hidden states. Not
     under FSDP either, where every process must run the same number of forward calls and a pass of
     one-token responses would run one instead of two. The joined prompt + response pass is then
     used (the same logits, to float rounding).
     """
-    if cfg.model.gradient_checkpointing or accelerator.is_fsdp2 or cfg.optim.update_pass == "joined_rows":
+    joined = cfg.optim.update_pass == "joined_rows" or cfg.optim.token_logprobs == "chunked"
+    if cfg.model.gradient_checkpointing or accelerator.is_fsdp2 or joined:
         return False
     return cfg.optim.update_pass == "shared_prompts" or accelerator.device.type == "cpu"
+
+
+def _chunks_logprobs(cfg: RLConfig, accelerator: Accelerator, policy: PreTrainedModel) -> bool:
+    """Whether the update takes its log-probabilities chunk by chunk: where ``optim.token_logprobs`` says chunked
+    (auto: never, since the whole logits measured faster wherever they fit; see docs/gpus.md); ``chunked`` where
+    it cannot run fails naming why."""
+    choice = cfg.optim.token_logprobs
+    if choice != "chunked":
+        return False
+    why = chunked_unsupported(policy)  # its joined rows: see _shares_prompts
+    if accelerator.is_fsdp2 or accelerator.num_processes > 1:
+        why = "the run is sharded or has several processes, whose forward pass must run whole"
+    if why is not None:
+        raise ValueError(f"optim.token_logprobs=chunked cannot run: {why}; use whole_logits or auto")
+    return True
 
 
 def _logprobs_with_full_kl(
@@ -239,6 +277,7 @@ def update(
     prompt_width = batch.sequences.prompt_ids.shape[1]
     token_draws = torch.Generator().manual_seed(derive_seed(step_seed, "token-draws"))  # Clip-Cov's choices
     share_prompts = _shares_prompts(cfg, accelerator)
+    chunked = _chunks_logprobs(cfg, accelerator, learner.policy)
     for epoch in range(cfg.optim.epochs):
         generator = torch.Generator().manual_seed(derive_seed(step_seed, "epoch", epoch))
         order = torch.randperm(batch.size, generator=generator).to(batch.correct.device)
@@ -248,7 +287,7 @@ def update(
             )
             micro = _micro_batches(cfg, rows[processes.share(len(rows))], lengths, prompt_width)
             passes = int(processes.maximum(len(micro)))
-            micro_metrics, finite = [], True
+            micro_metrics, finite = [], torch.ones((), dtype=torch.bool)
             for index in range(passes):
                 real = index < len(micro)
                 part = micro[index] if real else rows[:1]  # a pass of no weight keeps the processes in step
@@ -260,27 +299,28 @@ def update(
                         learner,
                         critic_only=critic_only,
                         share_prompts=share_prompts,
+                        chunked=chunked,
                         token_draws=token_draws,
                     )
                     output = compose_loss(cfg, inputs, denominators)
                     loss = output.total if not critic_only else output.value
-                    finite = finite and (not real or bool(torch.isfinite(loss)))
+                    if real:
+                        finite = finite.to(loss.device) & torch.isfinite(loss.detach())
                     # Every pass runs backward, so the processes reduce gradients together; a non-finite
                     # loss is caught by the skipped optimizer step.
                     accelerator.backward(loss * (processes.count if real else 0.0))
                 if real:
-                    micro_metrics.append((output.metrics, float(batch.sequences.response_mask[part].sum())))
+                    micro_metrics.append((output.metrics, batch.sequences.response_mask[part].sum().float()))
                     for key, values in output.token_values.items():
                         token_values[key].append(values)
             metrics = _merge_micro(processes.gather(micro_metrics))
             metrics.update(
-                _optimizer_step(
-                    cfg, learner, accelerator, finite_loss=processes.all_true(finite), critic_only=critic_only
-                )
+                _optimizer_step(cfg, learner, accelerator, processes, finite_loss=finite, critic_only=critic_only)
             )
             updates.append(metrics)
             if not critic_only:
                 after_optimizer_step()
+    updates = _read(updates)
     step_metrics = {key: sum(u.get(key, 0.0) for u in updates) / len(updates) for key in updates[0]}
     step_metrics["actor/nonfinite_skipped"] = sum(u["actor/nonfinite_skipped"] for u in updates)
     step_metrics["actor/nonfinite_skipped_frac"] = step_metrics["actor/nonfinite_skipped"] / len(updates)
@@ -290,6 +330,25 @@ def update(
     gathered = {key: processes.gather(values) for key, values in sorted(token_values.items())}
     step_metrics.update(token_statistics(gathered))
     return step_metrics
+
+
+def _whole(tensor: torch.Tensor) -> torch.Tensor:
+    """A distributed tensor (FSDP2's gradient norm) as the plain tensor it stands for; others as they are."""
+    return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+
+
+def _read(updates: list[dict[str, torch.Tensor | float]]) -> list[dict[str, float]]:
+    """Every update's metrics as numbers, the tensors among them read from the device at once."""
+    tensors = [
+        (index, key, value) for index, u in enumerate(updates) for key, value in u.items() if torch.is_tensor(value)
+    ]
+    read = [dict(u) for u in updates]
+    if tensors:
+        device = tensors[0][2].device
+        numbers = torch.stack([value.detach().double().reshape(()).to(device) for *_, value in tensors]).tolist()
+        for (index, key, _), number in zip(tensors, numbers, strict=True):
+            read[index][key] = number
+    return read
 
 
 @contextlib.contextmanager
@@ -304,13 +363,13 @@ def _gradient_sync(accelerator: Accelerator, learner: Learner, last: bool) -> It
 
 
 def token_statistics(token_values: dict[str, list[torch.Tensor]]) -> dict[str, float]:
-    """Statistics over every loss token of a step's updates (each list holds one 1-D tensor per micro-batch).
+    """Statistics over every loss token of a step's updates; each list holds one 1-D tensor per micro-batch, NaN
+    where a position is not one of the statistic's tokens (read from the device here, once a step).
 
     actor/ratio_mean, _max, _var: the importance weights (population variance). actor/clip_high_prob_mean:
     mean sampling probability of the up-clipped tokens (DAPO Fig. 3a). A statistic of no tokens is left out.
     """
-    ratios = torch.cat([torch.zeros(0), *(v.float().cpu() for v in token_values.get("actor/ratio", []))])
-    clipped = torch.cat([torch.zeros(0), *(v.float().cpu() for v in token_values.get("actor/clip_high_prob", []))])
+    ratios, clipped = (_tokens(token_values.get(key, [])) for key in ("actor/ratio", "actor/clip_high_prob"))
     metrics = {}
     if ratios.numel():
         metrics["actor/ratio_mean"] = ratios.mean().item()
@@ -319,3 +378,9 @@ def token_statistics(token_values: dict[str, list[torch.Tensor]]) -> dict[str, f
     if clipped.numel():
         metrics["actor/clip_high_prob_mean"] = clipped.mean().item()
     return metrics
+
+
+def _tokens(parts: list[torch.Tensor]) -> torch.Tensor:
+    """The parts' values that are not NaN, joined, as float32 on the CPU."""
+    values = torch.cat([torch.zeros(0), *(part.float().cpu() for part in parts)])
+    return values[~values.isnan()]

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The GPU path checked in one command on a GPU machine, within 8 minutes of an H100:
+# The GPU path checked in one command on a GPU machine, within 9 minutes of an H100:
 #   1. the carried wheels installed (experiments/gpu/fetch-wheels.sh fetches them beforehand);
-#   2. the GPU suite, `pytest -m gpu` (tests/gpu): CUDA against CPU, bf16 against float32, the memory savers,
-#      the sampler against transformers' generate, resumes and FSDP2 in one process;
-#   3. the bench: the harness's GRPO beside TRL's GRPOTrainer at equal work in bf16 on a random Qwen2 of
-#      Qwen2.5-0.5B's shapes, with step times, tokens/s, peak GPU memory and the update's FLOP/s against the
-#      GPU's measured bf16 matrix-product rate;
+#   2. the bench at 64 and 512 responses: the harness's GRPO (its eager and its static, CUDA-graph decoding)
+#      beside TRL's GRPOTrainer at equal work in bf16 on a random Qwen2 of Qwen2.5-0.5B's shapes, with step
+#      times, tokens/s, peak GPU memory and the update's FLOP/s against the GPU's measured bf16 rate;
+#   3. the GPU suite, `pytest -m gpu` (tests/gpu): CUDA against CPU, bf16 against float32, the memory savers,
+#      the sampler (eager and static) against transformers' generate, resumes and FSDP2 in one process;
 #   4. where the harness's step spends its time outside sampling (experiments/gpu/profile_update.py);
 #   5. a summary (python -m reports.gpu_check).
-# Everything goes to DIR: check.log, gpu-tests.xml, bench.json, update_profile.txt, summary.json, summary.md.
+# Everything goes to DIR: check.log, gpu-tests.xml, bench-small.json, bench-large.json, update_profile.txt,
+# summary.json, summary.md.
 # The exit status is non-zero when a test, the bench or the profile failed.
 #
 # Usage: bash experiments/gpu/check.sh [--dry-run] [--out DIR] [--wheels DIR]
@@ -61,35 +62,49 @@ say "== gpu check $(date -u +%FT%TZ) dry_run=$dry_run cuda=$cuda"
 'torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__, \
 'peft', peft.__version__)"; } 2>&1 | tee -a "$log"
 
+# The bench at two batch sizes: 64 responses (P = 8) and 512 (P = 64), G = 8, 256 new tokens, passes of 64 rows.
+# Each times the harness's two decoding loops (eager; static with a CUDA graph) and TRL; TRL's static-cache
+# generation at the small size only (the check's time).
+bench_status=0
+for size in small large; do
+  say "== the bench ($size)"
+  bench_started=$(date +%s)
+  if [ "$dry_run" = 1 ]; then
+    prompts=$([ $size = small ] && echo 2 || echo 4)
+    bench=(--model tiny-qwen2 --device cpu --precision bf16 --prompts "$prompts" --group 2 --max-new-tokens 8
+      --warmup 1 --repeats 1 --matmul-size 256 --length-tolerance 10 --threads 2 --micro-batch 2 --no-trl)
+  else
+    prompts=$([ $size = small ] && echo 8 || echo 64)
+    bench=(--model qwen2-0.5b --device cuda --precision bf16 --prompts "$prompts" --group 8 --max-new-tokens 256
+      --warmup 1 --repeats 2 --micro-batch 64)
+    [ $size = small ] && bench+=(--trl-static-cache)
+  fi
+  limit=$([ $size = small ] && echo 160 || echo 190)
+  PYTHONUNBUFFERED=1 timeout "$limit" "$python" -m algos.campaign.bench "${bench[@]}" --engines eager static \
+    --json "$out/bench-$size.json" 2>&1 | tee -a "$log"
+  status=${PIPESTATUS[0]}
+  [ "$status" = 0 ] || bench_status=$status
+  say "== the bench ($size): exit $status in $(($(date +%s) - bench_started)) s"
+done
+
 say "== the GPU suite"
 suite_started=$(date +%s)
 require=$([ "$dry_run" = 0 ] && echo 1 || echo 0)
-PYTHONUNBUFFERED=1 REQUIRE_GPU=$require timeout 300 "$python" -m pytest -m gpu tests/gpu -p no:cacheprovider -q -rA \
+# Quickest first; stopped at its limit by an interrupt, pytest still writes the report of what ran.
+suite=(tests/gpu/test_sampling.py tests/gpu/test_updates.py tests/gpu/test_resume.py tests/gpu/test_fsdp2.py)
+PYTHONUNBUFFERED=1 REQUIRE_GPU=$require timeout -s INT -k 15 160 "$python" -m pytest -m gpu "${suite[@]}" \
+  -p no:cacheprovider -q -rA \
   -W ignore::FutureWarning --junitxml "$out/gpu-tests.xml" 2>&1 | tee -a "$log"
 suite_status=${PIPESTATUS[0]}
 say "== the GPU suite: exit $suite_status in $(($(date +%s) - suite_started)) s"
-
-say "== the bench"
-bench_started=$(date +%s)
-if [ "$dry_run" = 1 ]; then
-  bench=(--model tiny-qwen2 --device cpu --precision bf16 --prompts 2 --group 2 --max-new-tokens 8 --warmup 1
-    --repeats 1 --matmul-size 256 --length-tolerance 10 --threads 2)
-else
-  bench=(--model qwen2-0.5b --device cuda --precision bf16 --prompts 8 --group 8 --max-new-tokens 128 --warmup 1
-    --repeats 3)
-fi
-PYTHONUNBUFFERED=1 timeout 200 "$python" -m algos.campaign.bench "${bench[@]}" --json "$out/bench.json" 2>&1 \
-  | tee -a "$log"
-bench_status=${PIPESTATUS[0]}
-say "== the bench: exit $bench_status in $(($(date +%s) - bench_started)) s"
 
 say "== where the harness's step spends its time outside sampling"
 if [ "$dry_run" = 1 ]; then
   profile=(--model tiny-qwen2 --device cpu --prompts 2 --group 2 --max-new-tokens 8 --repeats 1)
 else
-  profile=(--model qwen2-0.5b --device cuda --prompts 8 --group 8 --max-new-tokens 128 --repeats 3)
+  profile=(--model qwen2-0.5b --device cuda --prompts 8 --group 8 --max-new-tokens 256 --repeats 3)
 fi
-PYTHONUNBUFFERED=1 timeout 120 "$python" experiments/gpu/profile_update.py "${profile[@]}" --precision bf16 --out "$out" \
+PYTHONUNBUFFERED=1 timeout 70 "$python" experiments/gpu/profile_update.py "${profile[@]}" --precision bf16 --out "$out" \
   2>&1 | tee -a "$log"
 profile_status=${PIPESTATUS[0]}
 

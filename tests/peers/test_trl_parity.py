@@ -85,5 +85,5 @@ def test_grpo_loss(loss_type, level, beta):
     assert_close(out.total, theirs, **TOL)
     assert_close(torch.autograd.grad(out.total, logprobs)[0], torch.autograd.grad(theirs, logprobs)[0], **TOL)
     if level == "token":
-        assert out.metrics["actor/clip_frac_low"] == pytest.approx(metrics["clip_ratio/low_mean"][0], abs=1e-9)
-        assert out.metrics["actor/clip_frac_high"] == pytest.approx(metrics["clip_ratio/high_mean"][0], abs=1e-9)
+        assert out.read_metrics()["actor/clip_frac_low"] == pytest.approx(metrics["clip_ratio/low_mean"][0], abs=1e-9)
+        assert out.read_metrics()["actor/clip_frac_high"] == pytest.approx(metrics["clip_ratio/high_mean"][0], abs=1e-9)

@@ -30,7 +30,8 @@ def test_one_token_by_hand():
     assert_close(output.policy, torch.tensor(expected))
     (grad,) = torch.autograd.grad(output.policy, logprobs)
     assert_close(grad, torch.tensor([[-2.0 + 0.5 * math.log(2.0)]]))  # −Â + β log r
-    assert output.metrics["actor/clip_frac_high"] == output.metrics["actor/clip_frac_low"] == 0.0
+    metrics = output.read_metrics()
+    assert metrics["actor/clip_frac_high"] == metrics["actor/clip_frac_low"] == 0.0
 
 
 def test_on_policy_it_is_reinforce():

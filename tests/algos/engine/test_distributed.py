@@ -167,3 +167,34 @@ def test_an_fsdp2_optimizer_state_is_gathered_after_a_forward_pass_without_backw
             torch.testing.assert_close(values["exp_avg"], before[name])
     finally:
         torch.distributed.destroy_process_group()
+
+
+def test_an_fsdp2_update_reads_its_gradient_norm_as_a_number(tmp_path):
+    """Under FSDP2 the gradient norm is a distributed tensor; the optimizer step's metrics still read as numbers."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from algos.config.presets import load_config
+    from algos.engine.distributed import Processes
+    from algos.trainer.update import Learner, _optimizer_step, _read
+
+    torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
+        fully_shard(model, mesh=init_device_mesh("cpu", (1,)))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.ones(2, 4)).sum().backward()
+        place = types.SimpleNamespace(clip_grad_norm_=torch.nn.utils.clip_grad_norm_)
+        metrics = _optimizer_step(
+            load_config("grpo"),
+            Learner(model, optimizer),
+            place,
+            Processes(),
+            finite_loss=torch.tensor(True),
+            critic_only=False,
+        )
+        (read,) = _read([metrics])
+        assert isinstance(read["actor/grad_norm"], float) and read["actor/grad_norm"] > 0
+        assert read["actor/nonfinite_skipped"] == 0.0
+    finally:
+        torch.distributed.destroy_process_group()

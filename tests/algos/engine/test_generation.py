@@ -4,7 +4,7 @@ import torch
 from algos.config.schema import ModelConfig
 from algos.engine.generation import distinct_prompts, generate, position_ids, sample_tokens
 from algos.engine.models import encode_prompts, load_policy, load_tokenizer
-from algos.engine.sequences import SequenceBatch, response_logprobs
+from algos.engine.sequences import SequenceBatch, chunked_response_logprobs, chunked_unsupported, response_logprobs
 
 PROMPTS = ["1 a + 2 ;", "3 a * 3 b - 5 ;", "7 a - 8 b * 9 c + 1 ;"]
 
@@ -141,6 +141,50 @@ def test_sharing_each_prompt_gives_the_joined_passs_logprobs_entropies_and_gradi
     torch.testing.assert_close(
         response_logprobs(model, one_token, 1.0)[0], response_logprobs(model, one_token, 1.0, share_prompts=False)[0]
     )
+
+
+@pytest.mark.parametrize("chunk_tokens", [7, 1024])
+def test_chunked_logprobs_are_the_whole_logits_ones_in_values_and_gradients(policy, chunk_tokens):
+    """The output layer a chunk at a time (recomputed in backward) against log-softmax over the whole (B, T, V) logits."""
+    model, tokenizer = policy
+    model.float()
+    ids, mask, result = _generate(model, tokenizer, PROMPTS * 3, generator=torch.Generator().manual_seed(4))
+    batch = SequenceBatch(ids, mask, result.response_ids, result.response_mask)
+    weights = result.response_mask.float()
+    assert result.response_ids.numel() > 2 * 7  # several chunks at 7 tokens
+    outputs = []
+    for chunked in (True, False):
+        model.zero_grad()
+        if chunked:
+            logprobs, entropy = chunked_response_logprobs(model, batch, 0.7, chunk_tokens=chunk_tokens)
+        else:
+            logprobs, entropy = response_logprobs(model, batch, 0.7, with_entropy=True, share_prompts=False)
+        assert logprobs.dtype == entropy.dtype == torch.float32
+        ((logprobs + 0.1 * entropy) * weights).sum().backward()
+        outputs.append((logprobs, entropy, [p.grad.clone() for p in model.parameters()]))
+    (chunks, chunk_entropy, chunk_grads), (whole, whole_entropy, whole_grads) = outputs
+    torch.testing.assert_close(chunks, whole, atol=1e-6, rtol=0)
+    torch.testing.assert_close(chunk_entropy, whole_entropy, atol=1e-6, rtol=0)
+    for mine, theirs in zip(chunk_grads, whole_grads, strict=True):  # sums over all tokens: rounding adds up
+        torch.testing.assert_close(mine, theirs, atol=1e-5, rtol=1e-4)
+
+
+def test_chunked_logprobs_name_the_models_they_cannot_split(policy):
+    model, _ = policy
+    assert chunked_unsupported(model) is None
+    assert "wrapped for several processes" in chunked_unsupported(_wrapped(model))
+    model_type = model.config.model_type
+    model.config.model_type = "gemma2"
+    try:
+        assert chunked_unsupported(model) == "its model type is 'gemma2', not one of llama, qwen2, qwen3, mistral"
+    finally:
+        model.config.model_type = model_type
+
+
+def _wrapped(model):
+    wrapper = torch.nn.Module()
+    wrapper.module = model
+    return wrapper
 
 
 def test_greedy_tokens_are_transformers_greedy_tokens(policy):

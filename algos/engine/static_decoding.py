@@ -1,0 +1,342 @@
+"""Decoding into a static KV cache: a fixed batch whose decode step is one CUDA graph on a GPU.
+
+The eager sampler (:func:`~algos.engine.generation.generate`) grows its cache a column a step, drops
+ended rows from the batch and asks the device after every token whether all rows have ended: on a
+GPU each decode step is some hundreds of kernel launches and a host synchronisation, and the card
+idles between them. Here the batch keeps all N rows to the end, the keys and values go into
+buffers of a fixed width (prompt columns + the generation budget), the attention mask is a fixed
+(N, 1, 1, L) tensor updated in place, and the ended rows are looked at every ``end_check_every``
+steps. Every tensor the decode step reads or writes then keeps its address, so on CUDA the step is
+captured once as a CUDA graph and replayed: one launch a step, no synchronisation inside it.
+Sampling stays outside the graph (softmax, nucleus cut-off and the exponential draws of
+:func:`~algos.engine.generation.sample_tokens`, which never synchronise). The step attends with
+:func:`grouped_decode_attention`, which reads each key/value head once for all the query heads it serves.
+
+The contract is the eager sampler's tokens from the same random state. The prompts are encoded by
+the eager sampler's own pass (:func:`~algos.engine.generation.encode_prompts_once`) and copied into
+the buffers; each step draws the random numbers of all N rows, as the eager sampler does, and when
+the batch is found ended some steps late, the generator is put back to its state just after the
+step that ended it, so what follows draws exactly what it would after the eager sampler. The masked
+columns the eager sampler does not have weigh exactly 0 in the softmax; the attention sums in another
+order than transformers' kernels, so logits differ by float rounding, which the tests measure as a share
+of differing tokens (none on the CPU in float32).
+
+A decoder (its buffers and its graph) is kept per model for the last few batch shapes, since a run
+samples the same shape every step; the prompt columns are rounded up to :data:`PROMPT_COLUMNS` so
+prompts of different widths share one. The graph reads the weights where they are, so optimiser
+steps (in place) need no new capture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+
+import torch
+from transformers import AttentionInterface, Cache, DynamicCache, PreTrainedModel
+
+from algos.core.logprobs import token_logprobs
+from algos.engine.generation import Generation, cache_keyword, encode_prompts_once, position_ids, sample_tokens
+
+ENGINES = ("auto", "eager", "static")
+"""``rollout.engine``: auto (static on CUDA where the model allows it, else eager), eager, static."""
+
+PROMPT_COLUMNS = 64
+"""The cache's prompt columns are the prompt width rounded up to a multiple of this."""
+
+END_CHECK_EVERY = 16
+"""Decode steps between two looks at whether every row has ended (each look synchronises with the device)."""
+
+KEPT_DECODERS = 2
+"""Decoders (buffers and graphs) kept per model, the most recently used."""
+
+DECODE_ATTENTION = "static_decode"
+"""The name :func:`grouped_decode_attention` is registered under with transformers' attention functions."""
+
+
+def static_unsupported(model: PreTrainedModel) -> str | None:
+    """Why ``model`` cannot decode into a static cache, or None when it can."""
+    config = model.config
+    kinds = set(getattr(config, "layer_types", None) or ["full_attention"])
+    if kinds != {"full_attention"} or getattr(config, "use_sliding_window", False):
+        return f"it has layers of kinds {sorted(kinds)} or a sliding window; the static cache holds full attention only"
+    return None
+
+
+def resolve_engine(engine: str, model: PreTrainedModel, processes: int) -> str:
+    """``eager`` or ``static`` for ``rollout.engine`` = ``engine`` on ``model`` in a run of ``processes`` processes.
+
+    auto: static on CUDA in one process, unsharded, where the model allows it (:func:`static_unsupported`), else eager.
+    static where it cannot run fails naming why.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"rollout.engine={engine!r} is not one of: {', '.join(ENGINES)}")
+    why = static_unsupported(model)
+    if processes > 1:
+        why = f"the run has {processes} processes; the static cache decodes one process's whole batch"
+    elif _sharded(model):
+        why = "the model is sharded (FSDP), which gathers its weights at every forward call"
+    if engine == "auto":
+        on_cuda = next(model.parameters()).device.type == "cuda"
+        return "static" if on_cuda and why is None else "eager"
+    if engine == "static" and why is not None:
+        raise ValueError(f"rollout.engine=static cannot run: {why}; use rollout.engine=eager or auto")
+    return engine
+
+
+def _sharded(model: torch.nn.Module) -> bool:
+    from torch.distributed.fsdp import FSDPModule
+
+    return any(isinstance(module, FSDPModule) for module in model.modules())
+
+
+def grouped_decode_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor,
+    scaling: float | None = None,
+    **kwargs: object,
+) -> tuple[torch.Tensor, None]:
+    """Attention of each row's one new position over its cache, every key/value head read once for the query heads
+    it serves: query (N, H, 1, D), key and value (N, H_kv, L, D), attention_mask (N, 1, 1, L) bool (True: visible)
+    -> ((N, 1, H, D), None).
+
+    transformers' sdpa and eager attention copy each key/value head to its H / H_kv query heads first
+    (``repeat_kv``, two (N, H, L, D) tensors a layer a step) whenever a mask is given: on a GPU that copy was
+    most of a large batch's decode step. Query head h reads key/value head h // (H / H_kv), as there.
+    """
+    rows, heads, _, width = query.shape
+    kv_heads = key.shape[1]
+    grouped = query.reshape(rows, kv_heads, heads // kv_heads, width)  # (N, H_kv, H / H_kv, D)
+    scores = torch.matmul(grouped, key.transpose(-1, -2)) * (width**-0.5 if scaling is None else scaling)
+    scores = scores.float().masked_fill(~attention_mask, -math.inf)  # (N, H_kv, H / H_kv, L)
+    weights = torch.softmax(scores, dim=-1).to(value.dtype)
+    output = torch.matmul(weights, value)  # (N, H_kv, H / H_kv, D)
+    return output.reshape(rows, heads, 1, width).transpose(1, 2), None
+
+
+AttentionInterface.register(DECODE_ATTENTION, grouped_decode_attention)
+
+
+@contextlib.contextmanager
+def _decode_attention(model: PreTrainedModel) -> Iterator[None]:
+    """``model`` attends with :func:`grouped_decode_attention` inside the block (its own choice is put back after)."""
+    own = model.config._attn_implementation
+    model.config._attn_implementation = DECODE_ATTENTION
+    try:
+        yield
+    finally:
+        model.config._attn_implementation = own
+
+
+class StaticKVCache(Cache):
+    """Keys and values of N rows in fixed (N, H_kv, L, D) buffers, a pair per layer, written at column ``write_at``.
+
+    The model calls nothing of it but :meth:`update` (its mask comes prepared, its positions given) and, on
+    the way to its prepared mask, reads the kinds of its layers: it lists none (transformers' cache base is
+    not initialised), which reads as full attention throughout.
+    """
+
+    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], write_at: torch.Tensor):
+        self.keys, self.values, self.write_at = keys, values, write_at  # write_at: (1,) long, on the device
+        self.layers: list[object] = []
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: object, **kwargs: object
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write one step's (N, H_kv, 1, D) keys and values at ``write_at``; return the layer's whole buffers."""
+        self.keys[layer_idx].index_copy_(2, self.write_at, key_states.to(self.keys[layer_idx].dtype))
+        self.values[layer_idx].index_copy_(2, self.write_at, value_states.to(self.values[layer_idx].dtype))
+        return self.keys[layer_idx], self.values[layer_idx]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        """Columns written before the step (read by transformers versions that derive cache positions)."""
+        return 0
+
+
+class StaticDecoder:
+    """The decode step of a fixed batch: ``rows`` rows over ``prompt_columns`` + ``budget`` cache columns, captured
+    as a CUDA graph on CUDA.
+
+    layers: per layer, a (keys, values) pair of the encoded prompts, (N, H_kv, T_prompt, D): the buffers take
+    their dtype, heads and head width. Call :meth:`start` with a batch's encoded prompts, then :meth:`step`
+    with each drawn token. The model is held weakly (the decoders are kept per model).
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        rows: int,
+        prompt_columns: int,
+        budget: int,
+        layers: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    ):
+        device = layers[0][0].device
+        columns = prompt_columns + budget
+        self._model = weakref.ref(model)
+        self.rows, self.prompt_columns = rows, prompt_columns
+        self.keyword = cache_keyword(model)
+        keys = [torch.zeros(rows, k.shape[1], columns, k.shape[3], dtype=k.dtype, device=device) for k, _ in layers]
+        values = [torch.zeros(rows, v.shape[1], columns, v.shape[3], dtype=v.dtype, device=device) for _, v in layers]
+        self.cache = StaticKVCache(keys, values, torch.zeros(1, dtype=torch.long, device=device))
+        self.input_ids = torch.zeros(rows, 1, dtype=torch.long, device=device)  # (N, 1)
+        self.positions = torch.zeros(rows, 1, dtype=torch.long, device=device)  # (N, 1)
+        self.visible = torch.zeros(rows, 1, 1, columns, dtype=torch.bool, device=device)  # (N, 1, 1, L)
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.logits: torch.Tensor | None = None  # (N, V): where the graph writes its output
+        self.capture_seconds = 0.0
+        if device.type == "cuda":
+            self._capture()
+
+    def _forward(self) -> torch.Tensor:
+        """One decode step on the buffers: the (N, V) logits of the next token; the write column and positions advance."""
+        self.visible.index_fill_(-1, self.cache.write_at, True)
+        model = self._model()
+        with _decode_attention(model):
+            logits = model(
+                input_ids=self.input_ids,
+                attention_mask=self.visible,
+                position_ids=self.positions,
+                **{self.keyword: self.cache},
+            ).logits[:, -1]
+        self.cache.write_at.add_(1)
+        self.positions.add_(1)
+        return logits
+
+    def _capture(self) -> None:
+        """Warm the step up on a side stream (its lazy allocations and kernel choices), then capture it."""
+        started = time.perf_counter()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                self._forward()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.logits = self._forward()
+        torch.cuda.synchronize()
+        self.capture_seconds = time.perf_counter() - started
+
+    def start(self, prompt_cache: DynamicCache, prompt_mask: torch.Tensor, next_position: torch.Tensor) -> None:
+        """Load a batch: the prompts' keys and values (``prompt_cache``, N rows of T_prompt columns) right-aligned in
+        the prompt columns, their mask (N, T_prompt), and each row's first response position (N, 1)."""
+        width = prompt_mask.shape[1]
+        offset = self.prompt_columns - width
+        for layer, (keys, values) in enumerate(_layer_tensors(prompt_cache)):
+            self.cache.keys[layer][:, :, offset : self.prompt_columns].copy_(keys)
+            self.cache.values[layer][:, :, offset : self.prompt_columns].copy_(values)
+        self.visible.zero_()
+        self.visible[:, 0, 0, offset : self.prompt_columns] = prompt_mask.bool()
+        self.cache.write_at.fill_(self.prompt_columns)
+        self.positions.copy_(next_position)
+
+    def step(self, token: torch.Tensor) -> torch.Tensor:
+        """Feed each row's drawn token (N,); the (N, V) logits of the next."""
+        self.input_ids.copy_(token.unsqueeze(-1))
+        if self.graph is None:
+            return self._forward()
+        self.graph.replay()
+        return self.logits
+
+
+def _layer_tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each layer's (keys, values) of a filled dynamic cache, (N, H_kv, T, D) each."""
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+_DECODERS: weakref.WeakKeyDictionary[PreTrainedModel, OrderedDict[tuple, StaticDecoder]] = weakref.WeakKeyDictionary()
+
+
+def decoder_for(
+    model: PreTrainedModel, rows: int, prompt_width: int, budget: int, prompt_cache: DynamicCache
+) -> StaticDecoder:
+    """The kept decoder of ``model`` for this shape, or a new one (the least recently used beyond
+    :data:`KEPT_DECODERS` is dropped). A decoder is reused only while the weights stay where it read them."""
+    layers = _layer_tensors(prompt_cache)
+    prompt_columns = -(-prompt_width // PROMPT_COLUMNS) * PROMPT_COLUMNS
+    weights = tuple(parameter.data_ptr() for parameter in model.parameters())
+    key = (rows, prompt_columns, budget, layers[0][0].dtype, layers[0][0].device, weights)
+    kept = _DECODERS.setdefault(model, OrderedDict())
+    if key not in kept:
+        while len(kept) >= KEPT_DECODERS:
+            kept.popitem(last=False)
+        kept[key] = StaticDecoder(model, rows, prompt_columns, budget, layers)
+    kept.move_to_end(key)
+    return kept[key]
+
+
+@torch.no_grad()
+def generate_static(
+    model: PreTrainedModel,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    max_new_tokens: int,
+    eos_token_id: int | Sequence[int],
+    pad_token_id: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    greedy: bool = False,
+    generator: torch.Generator | None = None,
+    with_logprobs: bool = False,
+    on_step: Callable[[int], None] | None = None,
+    end_check_every: int = END_CHECK_EVERY,
+) -> Generation:
+    """:func:`~algos.engine.generation.generate`'s responses (one process), decoded into a static cache.
+
+    prompt_ids, prompt_mask: (N, T_prompt), left-padded; the other arguments are ``generate``'s. Every row
+    stays in the batch to the end; whether all have ended is looked at every ``end_check_every`` steps, and
+    the steps drawn after the batch ended are taken back (their columns and their random draws).
+    """
+    rows, width = prompt_ids.shape
+    device = prompt_ids.device
+    prompt_cache = DynamicCache(config=model.config)
+    logits = encode_prompts_once(model, prompt_ids, prompt_mask, prompt_cache)  # (N, V)
+    decoder = decoder_for(model, rows, width, max_new_tokens, prompt_cache)
+    decoder.start(prompt_cache, prompt_mask, position_ids(prompt_mask)[:, -1:] + 1)
+    del prompt_cache
+    tokens = torch.full((rows, max_new_tokens), pad_token_id, dtype=torch.long, device=device)
+    alive = torch.zeros(rows, max_new_tokens, dtype=torch.bool, device=device)
+    logprobs = torch.zeros(rows, max_new_tokens, device=device, dtype=torch.float32) if with_logprobs else None
+    finished = torch.zeros(rows, dtype=torch.bool, device=device)
+    ended_at = torch.full((rows,), max_new_tokens, dtype=torch.long, device=device)  # the step each row ended at
+    end_ids = torch.as_tensor(eos_token_id, device=device).reshape(-1)  # (E,)
+    drawing = generator is not None and not greedy
+    states, first_state = [], 0  # the generator's state after each step since the last look, from step first_state
+    for step in range(max_new_tokens):
+        token = logits.argmax(dim=-1) if greedy else sample_tokens(logits, temperature, top_p, generator)
+        token = token.masked_fill(finished, pad_token_id)
+        tokens[:, step] = token
+        alive[:, step] = ~finished
+        if with_logprobs:
+            logprobs[:, step] = token_logprobs(logits / temperature, token).masked_fill(finished, 0.0)
+        ended = ~finished & torch.isin(token, end_ids)
+        ended_at.masked_fill_(ended, step)
+        finished |= ended
+        if drawing:
+            states.append(generator.get_state())
+        last = step == max_new_tokens - 1
+        if last or (step + 1) % end_check_every == 0:
+            if last or bool(finished.all()):
+                break
+            states, first_state = [], step + 1
+        if on_step is not None:
+            on_step(1)
+        logits = decoder.step(token)
+    steps = int(ended_at.max()) + 1 if bool(finished.all()) else max_new_tokens
+    if on_step is not None:
+        on_step(max_new_tokens - step)
+    if drawing and steps - 1 < step:
+        generator.set_state(states[steps - 1 - first_state])
+    return Generation(
+        response_ids=tokens[:, :steps],
+        response_mask=alive[:, :steps].long(),
+        truncated=~finished,
+        logprobs=logprobs[:, :steps] if with_logprobs else None,
+    )

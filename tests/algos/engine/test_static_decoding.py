@@ -1,0 +1,191 @@
+"""The static-cache decoder draws the eager sampler's tokens from the same random state, on the CPU (without graphs)."""
+
+import warnings
+
+import pytest
+import torch
+
+from algos.config.schema import ModelConfig
+from algos.engine import static_decoding
+from algos.engine.generation import generate
+from algos.engine.models import encode_prompts, load_policy, load_tokenizer
+from algos.engine.sampling import sample
+from algos.engine.static_decoding import decoder_for, generate_static, resolve_engine
+from eval.tasks.config import TaskConfig
+from eval.tasks.sources import make_task
+
+
+@pytest.fixture(scope="module", params=["sdpa", "eager"])
+def policy(request, tiny_base):
+    """The tiny base with each of transformers' attention implementations of its prompts' pass, and its tokenizer."""
+    cfg = ModelConfig(name_or_path=str(tiny_base))
+    model = load_policy(cfg).eval()
+    model.config._attn_implementation = request.param
+    return model, load_tokenizer(cfg)
+
+
+def prompts(tokenizer, rows: int, seed: int = 0):
+    """``rows`` left-padded prompts of different lengths, (rows, T_prompt) ids and mask."""
+    problems = make_task(TaskConfig(min_steps=1, max_steps=4)).problems("test", rows, seed=seed)
+    return encode_prompts(tokenizer, [problem.prompt for problem in problems], chat=None)
+
+
+def both_ways(model, ids, mask, end_ids, pad_id, *, end_check_every=16, seed=5, **options):
+    """The eager and the static Generation from generators seeded alike, and the generators afterwards."""
+    eager_draws, static_draws = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+    eager = generate(model, ids, mask, eos_token_id=end_ids, pad_token_id=pad_id, generator=eager_draws, **options)
+    static = generate_static(
+        model,
+        ids,
+        mask,
+        eos_token_id=end_ids,
+        pad_token_id=pad_id,
+        generator=static_draws,
+        end_check_every=end_check_every,
+        **options,
+    )
+    return eager, static, eager_draws, static_draws
+
+
+def assert_same(eager, static):
+    assert torch.equal(eager.response_ids, static.response_ids)
+    assert torch.equal(eager.response_mask, static.response_mask)
+    assert torch.equal(eager.truncated, static.truncated)
+
+
+@pytest.mark.parametrize("rows", [1, 5, 12])
+@pytest.mark.parametrize(("greedy", "temperature", "top_p"), [(True, 1.0, 1.0), (False, 1.0, 1.0), (False, 0.7, 0.9)])
+def test_static_tokens_are_the_eager_samplers(policy, rows, greedy, temperature, top_p):
+    model, tokenizer = policy
+    ids, mask = prompts(tokenizer, rows)
+    eager, static, eager_draws, static_draws = both_ways(
+        model,
+        ids,
+        mask,
+        tokenizer.eos_token_id,
+        tokenizer.pad_token_id,
+        max_new_tokens=24,
+        greedy=greedy,
+        temperature=temperature,
+        top_p=top_p,
+        with_logprobs=True,
+    )
+    assert_same(eager, static)
+    torch.testing.assert_close(static.logprobs, eager.logprobs, rtol=0, atol=1e-5)
+    assert torch.equal(eager_draws.get_state(), static_draws.get_state())  # what is drawn next is the same too
+
+
+@pytest.mark.parametrize("end_check_every", [1, 5, 16, 64])
+def test_a_batch_found_ended_late_takes_back_the_steps_and_draws_after_its_end(policy, end_check_every):
+    model, tokenizer = policy
+    ids, mask = prompts(tokenizer, 8, seed=1)
+    common = [3, 5, 7, 9, 11, tokenizer.eos_token_id]  # frequent end tokens: rows end early, at different steps
+    eager, static, eager_draws, static_draws = both_ways(
+        model,
+        ids,
+        mask,
+        common,
+        tokenizer.pad_token_id,
+        end_check_every=end_check_every,
+        max_new_tokens=40,
+        with_logprobs=True,
+    )
+    assert eager.response_ids.shape[1] < 40 and not eager.truncated.any()  # the batch ended before its budget
+    assert eager.lengths.unique().numel() > 1  # rows ended at different steps
+    assert_same(eager, static)
+    assert torch.equal(eager_draws.get_state(), static_draws.get_state())
+    assert torch.equal(torch.rand(3, generator=eager_draws), torch.rand(3, generator=static_draws))
+
+
+def test_progress_reports_the_budget_whatever_the_end(policy):
+    model, tokenizer = policy
+    ids, mask = prompts(tokenizer, 4)
+    ticks = []
+    generate_static(model, ids, mask, 40, [3, 5, 7, tokenizer.eos_token_id], 0, on_step=ticks.append)
+    assert sum(ticks) == 40
+
+
+def test_a_kept_decoder_follows_the_weights_changed_in_place(policy):
+    model, tokenizer = policy
+    ids, mask = prompts(tokenizer, 6)
+    options = {"max_new_tokens": 16, "greedy": True}
+    assert_same(*both_ways(model, ids, mask, tokenizer.eos_token_id, tokenizer.pad_token_id, **options)[:2])
+    original = {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
+    try:
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.add_(torch.randn_like(parameter), alpha=0.05)  # an optimiser step moves them in place
+        eager, static = both_ways(model, ids, mask, tokenizer.eos_token_id, tokenizer.pad_token_id, **options)[:2]
+        assert_same(eager, static)
+    finally:
+        with torch.no_grad():
+            for name, parameter in model.named_parameters():
+                parameter.copy_(original[name])
+
+
+def test_decoders_are_kept_per_shape_and_prompt_widths_share_one(policy, monkeypatch):
+    model, tokenizer = policy
+    ids, mask = prompts(tokenizer, 6)
+    first = decoder_for(model, 6, ids.shape[1], 16, _encoded(model, ids, mask))
+    wider = torch.cat([torch.full((6, 3), tokenizer.pad_token_id), ids], dim=1)
+    wider_mask = torch.cat([torch.zeros(6, 3, dtype=mask.dtype), mask], dim=1)
+    assert decoder_for(model, 6, wider.shape[1], 16, _encoded(model, wider, wider_mask)) is first
+    for budget in (17, 18, 19):
+        decoder_for(model, 6, ids.shape[1], budget, _encoded(model, ids, mask))
+    kept = static_decoding._DECODERS[model]
+    assert len(kept) == static_decoding.KEPT_DECODERS and first not in kept.values()
+
+
+def _encoded(model, ids, mask):
+    from transformers import DynamicCache
+
+    from algos.engine.generation import encode_prompts_once
+
+    cache = DynamicCache(config=model.config)
+    encode_prompts_once(model, ids, mask, cache)
+    return cache
+
+
+def test_sample_gives_the_same_responses_with_either_engine(policy):
+    model, tokenizer = policy
+    problems = make_task(TaskConfig(min_steps=1, max_steps=3)).problems("test", 4, seed=2)
+    responses = {
+        engine: sample(
+            model,
+            tokenizer,
+            problems,
+            24,
+            group_size=3,
+            generator=torch.Generator().manual_seed(9),
+            with_logprobs=True,
+            engine=engine,
+        )
+        for engine in ("eager", "static")
+    }
+    assert responses["eager"].texts == responses["static"].texts
+    assert torch.equal(responses["eager"].sequences.response_ids, responses["static"].sequences.response_ids)
+
+
+def test_no_deprecated_cache_argument_is_passed(policy):
+    model, tokenizer = policy
+    ids, mask = prompts(tokenizer, 3)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*past_key_values.*", category=FutureWarning)
+        generate(model, ids, mask, 8, tokenizer.eos_token_id, tokenizer.pad_token_id, greedy=True)
+        generate_static(model, ids, mask, 8, tokenizer.eos_token_id, tokenizer.pad_token_id, greedy=True)
+
+
+def test_auto_is_eager_on_the_cpu_and_static_names_why_it_cannot_run(policy):
+    model, _ = policy
+    assert resolve_engine("auto", model, processes=1) == "eager"
+    assert resolve_engine("static", model, processes=1) == "static"
+    with pytest.raises(ValueError, match=r"rollout.engine=static cannot run: the run has 2 processes"):
+        resolve_engine("static", model, processes=2)
+    with pytest.raises(ValueError, match=r"rollout.engine='fast' is not one of: auto, eager, static"):
+        resolve_engine("fast", model, processes=1)
+    model.config.use_sliding_window = True
+    try:
+        with pytest.raises(ValueError, match=r"or a sliding window; the static cache holds full attention only"):
+            resolve_engine("static", model, processes=1)
+    finally:
+        model.config.use_sliding_window = False
