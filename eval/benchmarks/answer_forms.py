@@ -4,7 +4,9 @@
   Unicode math symbols as their LaTeX (``√3`` is ``\\sqrt{3}``, ``∅`` and ``\\varnothing`` are
   ``\\emptyset``, ``≤`` is ``\\le``, ``²`` is ``^{2}``, ``½`` is ``\\frac{1}{2}``); a one-cell array or
   matrix as its cell; an answer that is a number written in English words (``\\text{seven}``,
-  ``twenty-one``) as the number.
+  ``twenty-one``) as the number; digit groups of three set apart by TeX spacing (``1\\,000\\;000``,
+  ``1\\ 000``, ``1~000``) as one number; scientific notation written with a letter x (``1.5 x 10^6``) or
+  a typeset e (``1.2\\text{e}3``) as a power of ten (``1.2 \\times 10^{3}``).
 - :func:`as_interval`: an inequality in one variable, a double inequality or set-builder notation of
   one (``x \\ge 3``, ``-1 < x \\le 4``, ``\\{x \\mid x < 2\\}``) as the interval it describes.
 - :func:`arithmetic_value`: an arithmetic expression of numbers (``3 \\times 4 + \\frac{6}{3}``) as its
@@ -22,6 +24,9 @@ import unicodedata
 from fractions import Fraction
 
 MAX_FORM_CHARS = 2000
+_SPACED_GROUP = re.compile(r"(?<=\d)(?:\\[,:; !]|~|\\thinspace\b\s*|\\(?:hspace|kern)\{[^{}]{0,20}\})(?=\d{3}(?!\d))")
+_LETTER_TIMES_TEN = re.compile(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)")
+_TYPESET_E = re.compile(r"(?<=\d)\\(?:text|mathrm)\{[eE]\}([-+]?\d+)")
 """Longest answer brought to its plain form (as long as the graders' longest answer)."""
 
 _SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-", strict=True))
@@ -100,6 +105,8 @@ def plain_form(answer: str) -> str:
     cell = _ONE_CELL.match(text)
     if cell is not None:
         text = cell.group("cell").strip()
+    text = _SPACED_GROUP.sub("", text)
+    text = _TYPESET_E.sub(r" \\times 10^{\1}", _LETTER_TIMES_TEN.sub(r" \\times ", text))
     number = _number_in_words(text)
     return str(number) if number is not None else text
 
@@ -232,7 +239,7 @@ def _one_sided(relation: str, bound: str) -> tuple[str, str]:
 _LATEX_ARITHMETIC = ((re.compile(r"\\(?:times|cdot|ast)"), "*"), (re.compile(r"\\div"), "/"))
 _FRACTION = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
 _ARITHMETIC_CHARACTERS = re.compile(r"^[0-9.+\-*/^() ]+$")
-_MAX_ARITHMETIC_CHARS = 300
+_MAX_ARITHMETIC_CHARS = MAX_FORM_CHARS
 _MAX_EXPONENT = 64
 _MAX_BITS = 4096
 
@@ -268,13 +275,13 @@ def _evaluate(node: ast.AST) -> Fraction:
     if isinstance(node, ast.BinOp):
         left, right = _evaluate(node.left), _evaluate(node.right)
         if isinstance(node.op, ast.Add):
-            return left + right
+            return _bounded(left + right)
         if isinstance(node.op, ast.Sub):
-            return left - right
+            return _bounded(left - right)
         if isinstance(node.op, ast.Mult):
             return _bounded(left * right)
         if isinstance(node.op, ast.Div):
-            return left / right
+            return _bounded(left / right)
         if isinstance(node.op, ast.Pow) and right.denominator == 1 and abs(right) <= _MAX_EXPONENT:
             return _bounded(left ** int(right))
     raise ValueError("not arithmetic")

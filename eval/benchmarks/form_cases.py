@@ -117,6 +117,57 @@ FORM_CASES: tuple[FormCase, ...] = (
     FormCase("back-to-back boxes", r"$\boxed{3}\boxed{5}$", "3", "integer", False),
     FormCase("back-to-back boxes", r"$\boxed{3}, \boxed{5}$", "5", "integer", False),  # a list: 3, 5
     FormCase("back-to-back boxes", r"$\boxed{3}$ or $\boxed{5}$", "5", "integer", False),  # a hedge
+    # scientific notation
+    FormCase("scientific notation", _box(r"1.2 \times 10^{3}"), "1200", "numeric", True),
+    FormCase("scientific notation", "The answer is 3.5e4.", "35000", "integer", True),
+    FormCase("scientific notation", _box(r"1.5 x 10^6"), "1500000", "math", True),
+    FormCase("scientific notation", _box(r"1.2\text{e}3"), "1200", "numeric", True),
+    FormCase("scientific notation", _box(r"1.2 \times 10^{4}"), "1200", "numeric", False),
+    FormCase("scientific notation", "The answer is 3.5e3.", "35000", "integer", False),
+    FormCase("scientific notation", _box("2.5E-2"), "0.0025", "numeric", False),
+    # digit groups set apart by TeX spacing
+    FormCase("spaced digit groups", _box(r"1\ 000\ 000"), "1000000", "math", True),
+    FormCase("spaced digit groups", _box(r"12\;345\;678"), "12345678", "numeric", True),
+    FormCase("spaced digit groups", _box(r"3\thinspace 141"), "3141", "integer", True),
+    FormCase("spaced digit groups", _box(r"1~000"), "1000", "math", True),
+    FormCase("spaced digit groups", _box(r"1\,235"), "1234", "integer", False),
+    FormCase("spaced digit groups", _box(r"12\;345\;679"), "12345678", "numeric", False),
+    FormCase("spaced digit groups", _box(r"1\ 000\ 000"), "100000", "integer", False),
+    # a sentence's closing punctuation inside the box
+    FormCase("punctuation in the box", _box("42."), "42", "integer", True),
+    FormCase("punctuation in the box", _box(r"\frac{3}{4}."), r"\frac34", "math", True),
+    FormCase("punctuation in the box", _box("x = 5;"), "5", "math", True),
+    FormCase("punctuation in the box", _box("x = 6;"), "5", "math", False),
+    FormCase("punctuation in the box", _box("41."), "42", "integer", False),
+    FormCase("punctuation in the box", _box("5, 6."), "5", "math", False),
+    # a whole sentence inside the box
+    FormCase("sentence in the box", _box(r"\text{The answer is } 12."), "12", "integer", True),
+    FormCase("sentence in the box", _box(r"\text{The final answer is 7}"), "7", "numeric", True),
+    FormCase("sentence in the box", _box(r"\text{There are } 30 \text{ students.}"), "30", "integer", True),
+    FormCase("sentence in the box", _box(r"\text{The answer is not } 12."), "12", "integer", False),
+    FormCase("sentence in the box", _box(r"\text{The answer is } 13."), "12", "integer", False),
+    FormCase(
+        "sentence in the box",
+        _box(r"\text{There are } 30 \text{ students and } 4 \text{ teachers.}"),
+        "30",
+        "integer",
+        False,
+    ),
+    # an answer stated, then corrected in prose
+    FormCase("corrected in prose", "The answer is 40. Oops, I mis-added: it should be 42.", "42", "integer", True),
+    FormCase("corrected in prose", r"So $\boxed{9}$. Correction: the total is 11.", "11", "numeric", True),
+    FormCase("corrected in prose", "Final answer: 6. Let me fix that; the correct answer is 8.", "8", "math", True),
+    FormCase("corrected in prose", "Final answer: 6. It should be checked once more.", "6", "math", True),
+    FormCase("corrected in prose", "The answer is 40. Oops, I mis-added: it should be 42.", "40", "integer", False),
+    FormCase("corrected in prose", r"So $\boxed{9}$. Correction: the total is 11.", "9", "numeric", False),
+    FormCase("corrected in prose", "Final answer: 6. Let me fix that; the correct answer is 8.", "6", "math", False),
+    # an arithmetic expression of a few hundred characters
+    FormCase("long arithmetic", _box(" + ".join(str(i) for i in range(1, 121))), "7260", "integer", True),
+    FormCase("long arithmetic", _box(r" \times ".join(["2"] * 40)), "1099511627776", "numeric", True),
+    FormCase("long arithmetic", _box(" + ".join(str(i) for i in range(1, 151))), "11325", "math", True),
+    FormCase("long arithmetic", _box(" + ".join(str(i) for i in range(1, 121))), "7261", "integer", False),
+    FormCase("long arithmetic", _box(" + ".join([*(str(i) for i in range(1, 120)), "x"])), "7260", "numeric", False),
+    FormCase("long arithmetic", _box(r" \times ".join(["9^{64}"] * 40)), "0", "integer", False),
     # megabytes of reasoning, the answer in the last line
     FormCase("long response", _LONG_REASONING + "\nThe final answer is $\\boxed{42}$.", "42", "numeric", True),
     FormCase("long response", _LONG_REASONING + "\nThe final answer is $\\boxed{42}$.", "42", "math", True),

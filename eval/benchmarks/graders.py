@@ -15,7 +15,11 @@ the whole response as a careful human would:
 - A statement followed, before any later one, by its retraction ("that is wrong", "scratch that",
   "this answer is incorrect") states nothing: the response has no answer. After a retraction, or
   with a revision word just before it ("on reflection the answer is really 6"), a later "the answer
-  is X" replaces a box or final-answer phrase.
+  is X" replaces a box or final-answer phrase. A later correction in prose replaces any statement: "it
+  (the answer, the total, ...) should be X", "Correction: ... is X", "the correct answer is X".
+- A box's content loses a sentence's closing punctuation (``\\boxed{42.}``, ``\\boxed{x = 5;}``); a
+  sentence written in a box (``\\boxed{\\text{The answer is } 12.}``) states what its answer phrase
+  states, and a negating one without a phrase states nothing.
 - A negation removes what it negates, not the rest: "24, not 25" states 24, "not 18 but 24"
   states 24, "not 18." states nothing; a remark after the answer (", which is not even") is not
   part of it.
@@ -99,6 +103,15 @@ _RETRACTION = re.compile(
     r"(?:wrong|incorrect|not (?:right|correct)|a mistake))\b",
     re.IGNORECASE,
 )
+_CORRECTION_PHRASE = re.compile(
+    r"(?:\b(?:it|that|this|the\s+(?:final\s+)?(?:answer|result|total|sum|value))\s+should\s+(?:be|have\s+been)\b"
+    r"|\bcorrection\s*:[^\n.]{0,60}?\bis\b|\bcorrect(?:ed)?\s+(?:answer|result|total|sum|value)\s+is\b)"
+    rf"\s*:?\s*{_ADVERB}(?P<span>[-+$\\\d(][^\n]*?)(?=\.(?:\s|$)|\n|$)",
+    re.IGNORECASE,
+)
+_BOX_CLOSING_PUNCTUATION = re.compile(r"(?:\s*(?:[.;,]|\\text\{\s*[.;,]\s*\}))+$")
+_TEXT_COMMAND = re.compile(r"\\(?:text|textbf|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
+_WORD = re.compile(r"(?<!\\)\b[A-Za-z]{2,}\b")
 _TRAILING_PERCENT = re.compile(r"\s*\\?%$")
 _MATH_DELIMITERS = re.compile(r"^(?:\\\(|\\\[)|(?:\\\)|\\\])$")
 _THOUSANDS_SEPARATOR = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
@@ -172,7 +185,7 @@ def _phrase_statements(pattern: re.Pattern[str], text: str) -> list[tuple[int, i
 def _box_answers(text: str, boxes: list[tuple[int, int, str | None]], last: int) -> list[str]:
     """The alternatives stated by box ``last`` with the boxes before it on its line: boxes joined by
     commas or "and" state one list ("2, 3"); boxes joined by "or" are alternatives."""
-    alternatives, joined = [], [boxes[last][2] or ""]
+    alternatives, joined = [], [_box_content(boxes[last][2] or "")]
     for index in range(last, 0, -1):
         gap = text[boxes[index - 1][1] : boxes[index][0]]
         if "\n" in gap or boxes[index - 1][2] is None:
@@ -182,8 +195,22 @@ def _box_answers(text: str, boxes: list[tuple[int, int, str | None]], last: int)
             joined = []
         elif not _LIST_JOIN.match(gap):
             break
-        joined.insert(0, boxes[index - 1][2] or "")
+        joined.insert(0, _box_content(boxes[index - 1][2] or ""))
     return [", ".join(joined), *alternatives]
+
+
+def _box_content(content: str) -> str:
+    """What a box states: its content without the closing punctuation of a sentence (``42.``, ``x = 5;``); of a
+    sentence written in the box (three words or more: ``\\text{The answer is } 12.``), what its answer phrase
+    states, and nothing when it negates without one (``\\text{The answer is not } 12``)."""
+    content = _BOX_CLOSING_PUNCTUATION.sub("", content)
+    prose = _TEXT_COMMAND.sub(r" \1 ", content)
+    if len(_WORD.findall(prose)) < 3:
+        return content
+    stated = _phrase_statements(_FINAL_PHRASE, prose) + _phrase_statements(_ANSWER_PHRASE, prose)
+    if stated:
+        return max(stated, key=lambda statement: statement[0])[2]
+    return "" if _NEGATION.search(prose) else content
 
 
 def _stated_answers(text: str) -> list[str] | None:
@@ -203,7 +230,8 @@ def _stated_answers(text: str) -> list[str] | None:
     if strong:
         last = max(strong, key=lambda statement: statement[0])
         weak = [statement for statement in weak if statement[2] and _replaces(text, last[1], statement)]
-    statements = strong + weak
+    corrections = [(start, end, answer, None) for start, end, answer in _phrase_statements(_CORRECTION_PHRASE, text)]
+    statements = strong + weak + [statement for statement in corrections if statement[2]]
     if not statements:
         return None
     _, end, answer, box = max(statements, key=lambda statement: statement[0])

@@ -28,7 +28,7 @@ def test_each_form_is_graded_as_a_careful_reader_grades_it(case):
 def test_every_form_has_cases_to_credit_and_cases_to_refuse():
     credits = Counter(case.form for case in FORM_CASES if case.correct)
     refusals = Counter(case.form for case in FORM_CASES if not case.correct)
-    assert set(credits) == set(refusals) and len(credits) == 12
+    assert set(credits) == set(refusals) and len(credits) == 18
     assert all(credits[form] >= 3 and refusals[form] >= 3 for form in credits)
 
 
@@ -56,6 +56,15 @@ def test_every_form_has_cases_to_credit_and_cases_to_refuse():
         (r"\begin{array}{c} \frac{1}{2} \\ \end{array}", r"\frac{1}{2}"),
         (r"\begin{pmatrix} 5 & 0 \end{pmatrix}", r"\begin{pmatrix} 5 & 0 \end{pmatrix}"),
         (r"\frac{1}{2}", r"\frac{1}{2}"),
+        (r"1\,000\,000", "1000000"),
+        (r"1\ 234.5", "1234.5"),
+        (r"12~345", "12345"),
+        (r"1\,2345", r"1\,2345"),  # not a group of three: left as it is
+        (r"(1,\ 234)", r"(1,\ 234)"),  # a list with a space, not a digit group
+        ("1.5 x 10^6", r"1.5 \times 10^6"),
+        (r"6 X 10^{2}", r"6 \times 10^{2}"),
+        (r"1.2\text{e}-3", r"1.2 \times 10^{-3}"),
+        ("x + 10^2", "x + 10^2"),
     ],
 )
 def test_plain_forms_by_hand(answer, plain):
