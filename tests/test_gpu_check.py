@@ -73,7 +73,7 @@ def test_the_dry_run_runs_every_phase_on_the_cpu(tmp_path):
     assert set(summary["benches"]) == {"bench-small.json", "bench-large.json"}
     for bench in summary["benches"].values():
         assert bench["workload"]["device"] == "cpu" and bench["workload"]["precision"] == "bf16"
-        assert set(bench["sides"]) == {"harness_eager", "harness_static"}
+        assert set(bench["sides"]) == {"harness_eager", "harness_static", "harness_compiled"}
         assert bench["sides"]["harness_static"]["median_step_s"] > 0
         assert bench["throughput"]["update_tflops"]["harness_static"] > 0
     assert "update (joined rows, chunked log-probabilities)" in (tmp_path / "update_profile.txt").read_text()

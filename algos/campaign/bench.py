@@ -636,23 +636,30 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         matmul_size = args.matmul_size or (8192 if args.device == "cuda" else 1024)
         ceiling = measured_matmul_tflops(work.device, work.precision, matmul_size)
-        runs: list[tuple[str, Callable[[], SideResult]]] = [
-            (f"harness_{engine}", functools.partial(run_harness, replace(work, engine=engine)))
-            for engine in args.engines
-        ]
-        if not args.no_trl:
+        runs: list[tuple[str, Callable[[], SideResult]]] = []
+        if not args.no_trl:  # first: a bench stopped at its time limit keeps the reference every ratio needs
             runs.append(("trl", functools.partial(run_trl, work)))
             if args.trl_static_cache:
                 static = replace(work, trl_options=(*work.trl_options, ("cache_implementation", "static")))
                 runs.append(("trl_static_cache", functools.partial(run_trl, static, "trl_static_cache")))
+        runs += [
+            (f"harness_{engine}", functools.partial(run_harness, replace(work, engine=engine)))
+            for engine in args.engines
+        ]
         sides: dict[str, SideResult] = {}
         failures: dict[str, str] = {}
+        trl_missing = False
         for name, run in runs:
+            if trl_missing and name.startswith("trl"):
+                continue
             try:
                 sides[name] = run()
             except ImportError as error:
+                if not name.startswith("trl"):
+                    raise
+                trl_missing = True
                 print(f"TRL is not installed ({error}); timing the harness only", file=sys.stderr)
-                break
+                continue
             except Exception as error:  # a side that fails is reported beside the others' numbers
                 failures[name] = f"{type(error).__name__}: {error}"[:2000]
                 print(f"the {name} side failed: {failures[name]}", file=sys.stderr)

@@ -458,14 +458,15 @@ class RolloutConfig:
     correction_high: Positive = Field(
         2.0, description="Upper bound of the correction weight (verl rollout_is_threshold 2; TRL clip_max 3)."
     )
-    engine: Literal["auto", "eager", "static"] = Field(
+    engine: Literal["auto", "eager", "static", "compiled"] = Field(
         "auto",
         description=(
             "The decoding loop (algos.engine.static_decoding), the same tokens either way. eager: a cache that grows "
             "a column a step, ended rows leaving the batch, an end check every token (the fastest on the CPU). "
             "static: a fixed batch and cache width, ends checked every 16 steps, and on CUDA each decode step one "
-            "CUDA graph replay (one process; sdpa or eager attention, no sliding window). auto: static on CUDA "
-            "where it can run, else eager."
+            "CUDA graph replay (one process, unsharded, no sliding window). compiled: static with its step compiled "
+            "by torch.compile first (its elementwise kernels fused; a compile per batch shape, not yet measured on "
+            "a GPU). auto: static on CUDA where it can run, else eager."
         ),
     )
     old_logprobs: Literal["auto", "score", "sampler"] = Field(

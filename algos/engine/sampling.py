@@ -120,8 +120,9 @@ def sample(
         "with_logprobs": with_logprobs,
         "on_step": on_step,
     }
-    if resolve_engine(engine, model, processes.count) == "static":
-        result = generate_static(model, prompt_ids, prompt_mask, **options)
+    chosen = resolve_engine(engine, model, processes.count)
+    if chosen != "eager":
+        result = generate_static(model, prompt_ids, prompt_mask, compiled=chosen == "compiled", **options)
     else:
         result = generate_share(processes, model, prompt_ids, prompt_mask, rows, **options)
     model.train(was_training)

@@ -42,8 +42,9 @@ from transformers import AttentionInterface, Cache, DynamicCache, PreTrainedMode
 from algos.core.logprobs import token_logprobs
 from algos.engine.generation import Generation, cache_keyword, encode_prompts_once, position_ids, sample_tokens
 
-ENGINES = ("auto", "eager", "static")
-"""``rollout.engine``: auto (static on CUDA where the model allows it, else eager), eager, static."""
+ENGINES = ("auto", "eager", "static", "compiled")
+"""``rollout.engine``: auto (static on CUDA where the model allows it, else eager), eager, static, compiled (static
+with its step compiled by ``torch.compile``)."""
 
 PROMPT_COLUMNS = 64
 """The cache's prompt columns are the prompt width rounded up to a multiple of this."""
@@ -68,10 +69,11 @@ def static_unsupported(model: PreTrainedModel) -> str | None:
 
 
 def resolve_engine(engine: str, model: PreTrainedModel, processes: int) -> str:
-    """``eager`` or ``static`` for ``rollout.engine`` = ``engine`` on ``model`` in a run of ``processes`` processes.
+    """``eager``, ``static`` or ``compiled`` for ``rollout.engine`` = ``engine`` on ``model`` in a run of ``processes``
+    processes.
 
     auto: static on CUDA in one process, unsharded, where the model allows it (:func:`static_unsupported`), else eager.
-    static where it cannot run fails naming why.
+    static or compiled where they cannot run fails naming why.
     """
     if engine not in ENGINES:
         raise ValueError(f"rollout.engine={engine!r} is not one of: {', '.join(ENGINES)}")
@@ -83,8 +85,8 @@ def resolve_engine(engine: str, model: PreTrainedModel, processes: int) -> str:
     if engine == "auto":
         on_cuda = next(model.parameters()).device.type == "cuda"
         return "static" if on_cuda and why is None else "eager"
-    if engine == "static" and why is not None:
-        raise ValueError(f"rollout.engine=static cannot run: {why}; use rollout.engine=eager or auto")
+    if engine != "eager" and why is not None:
+        raise ValueError(f"rollout.engine={engine} cannot run: {why}; use rollout.engine=eager or auto")
     return engine
 
 
@@ -165,8 +167,10 @@ class StaticDecoder:
     as a CUDA graph on CUDA.
 
     layers: per layer, a (keys, values) pair of the encoded prompts, (N, H_kv, T_prompt, D): the buffers take
-    their dtype, heads and head width. Call :meth:`start` with a batch's encoded prompts, then :meth:`step`
-    with each drawn token. The model is held weakly (the decoders are kept per model).
+    their dtype, heads and head width. ``compiled``: the step compiled by ``torch.compile`` (inductor fuses its
+    elementwise kernels) before it is captured; compiling takes a while, once a decoder. Call :meth:`start` with a
+    batch's encoded prompts, then :meth:`step` with each drawn token. The model is held weakly (the decoders are
+    kept per model).
     """
 
     def __init__(
@@ -176,6 +180,7 @@ class StaticDecoder:
         prompt_columns: int,
         budget: int,
         layers: Sequence[tuple[torch.Tensor, torch.Tensor]],
+        compiled: bool = False,
     ):
         device = layers[0][0].device
         columns = prompt_columns + budget
@@ -191,6 +196,7 @@ class StaticDecoder:
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: torch.Tensor | None = None  # (N, V): where the graph writes its output
         self.capture_seconds = 0.0
+        self._step = torch.compile(self._forward, dynamic=False) if compiled else self._forward
         if device.type == "cuda":
             self._capture()
 
@@ -216,11 +222,11 @@ class StaticDecoder:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(3):
-                self._forward()
+                self._step()
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            self.logits = self._forward()
+            self.logits = self._step()
         torch.cuda.synchronize()
         self.capture_seconds = time.perf_counter() - started
 
@@ -241,7 +247,7 @@ class StaticDecoder:
         """Feed each row's drawn token (N,); the (N, V) logits of the next."""
         self.input_ids.copy_(token.unsqueeze(-1))
         if self.graph is None:
-            return self._forward()
+            return self._step()
         self.graph.replay()
         return self.logits
 
@@ -255,19 +261,24 @@ _DECODERS: weakref.WeakKeyDictionary[PreTrainedModel, OrderedDict[tuple, StaticD
 
 
 def decoder_for(
-    model: PreTrainedModel, rows: int, prompt_width: int, budget: int, prompt_cache: DynamicCache
+    model: PreTrainedModel,
+    rows: int,
+    prompt_width: int,
+    budget: int,
+    prompt_cache: DynamicCache,
+    compiled: bool = False,
 ) -> StaticDecoder:
-    """The kept decoder of ``model`` for this shape, or a new one (the least recently used beyond
+    """The kept decoder of ``model`` for this shape (compiled or not), or a new one (the least recently used beyond
     :data:`KEPT_DECODERS` is dropped). A decoder is reused only while the weights stay where it read them."""
     layers = _layer_tensors(prompt_cache)
     prompt_columns = -(-prompt_width // PROMPT_COLUMNS) * PROMPT_COLUMNS
     weights = tuple(parameter.data_ptr() for parameter in model.parameters())
-    key = (rows, prompt_columns, budget, layers[0][0].dtype, layers[0][0].device, weights)
+    key = (rows, prompt_columns, budget, layers[0][0].dtype, layers[0][0].device, weights, compiled)
     kept = _DECODERS.setdefault(model, OrderedDict())
     if key not in kept:
         while len(kept) >= KEPT_DECODERS:
             kept.popitem(last=False)
-        kept[key] = StaticDecoder(model, rows, prompt_columns, budget, layers)
+        kept[key] = StaticDecoder(model, rows, prompt_columns, budget, layers, compiled)
     kept.move_to_end(key)
     return kept[key]
 
@@ -287,18 +298,19 @@ def generate_static(
     with_logprobs: bool = False,
     on_step: Callable[[int], None] | None = None,
     end_check_every: int = END_CHECK_EVERY,
+    compiled: bool = False,
 ) -> Generation:
     """:func:`~algos.engine.generation.generate`'s responses (one process), decoded into a static cache.
 
-    prompt_ids, prompt_mask: (N, T_prompt), left-padded; the other arguments are ``generate``'s. Every row
-    stays in the batch to the end; whether all have ended is looked at every ``end_check_every`` steps, and
+    prompt_ids, prompt_mask: (N, T_prompt), left-padded; the other arguments are ``generate``'s; ``compiled``: the
+    decode step compiled by ``torch.compile`` (:class:`StaticDecoder`). Every row stays in the batch to the end; whether all have ended is looked at every ``end_check_every`` steps, and
     the steps drawn after the batch ended are taken back (their columns and their random draws).
     """
     rows, width = prompt_ids.shape
     device = prompt_ids.device
     prompt_cache = DynamicCache(config=model.config)
     logits = encode_prompts_once(model, prompt_ids, prompt_mask, prompt_cache)  # (N, V)
-    decoder = decoder_for(model, rows, width, max_new_tokens, prompt_cache)
+    decoder = decoder_for(model, rows, width, max_new_tokens, prompt_cache, compiled)
     decoder.start(prompt_cache, prompt_mask, position_ids(prompt_mask)[:, -1:] + 1)
     del prompt_cache
     tokens = torch.full((rows, max_new_tokens), pad_token_id, dtype=torch.long, device=device)

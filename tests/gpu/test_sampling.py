@@ -38,9 +38,12 @@ def test_sampled_tokens_on_cuda_are_generates_from_the_same_random_state(on_cuda
     assert torch.equal(theirs, ours.response_ids)
 
 
-@pytest.mark.parametrize(("greedy", "temperature", "top_p"), [(True, 1.0, 1.0), (False, 1.0, 1.0), (False, 0.7, 0.9)])
+@pytest.mark.parametrize(
+    ("greedy", "temperature", "top_p", "compiled"),
+    [(True, 1.0, 1.0, False), (False, 1.0, 1.0, False), (False, 0.7, 0.9, False), (False, 1.0, 1.0, True)],
+)
 def test_the_static_cuda_graph_decoder_draws_the_eager_samplers_tokens(
-    on_cuda, record_property, greedy, temperature, top_p
+    on_cuda, record_property, greedy, temperature, top_p, compiled
 ):
     """The decode step replayed as a CUDA graph against the eager loop, from the same CUDA random state: the share
     of rows that differ anywhere is recorded (the decoder's attention sums in another order than transformers'
@@ -60,8 +63,8 @@ def test_the_static_cuda_graph_decoder_draws_the_eager_samplers_tokens(
     eager_draws = torch.Generator("cuda").manual_seed(13)
     static_draws = torch.Generator("cuda").manual_seed(13)
     eager = generate(model, ids, mask, 32, generator=eager_draws, **options)
-    static = static_decoding.generate_static(model, ids, mask, 32, generator=static_draws, **options)
-    decoder = next(iter(static_decoding._DECODERS[model].values()))
+    static = static_decoding.generate_static(model, ids, mask, 32, generator=static_draws, compiled=compiled, **options)
+    decoder = next(reversed(static_decoding._DECODERS[model].values()))  # the one just used
     assert decoder.graph is not None and decoder.capture_seconds > 0
     width = min(eager.response_ids.shape[1], static.response_ids.shape[1])
     differing_rows = (eager.response_ids[:, :width] != static.response_ids[:, :width]).any(dim=-1)

@@ -189,3 +189,22 @@ def test_auto_is_eager_on_the_cpu_and_static_names_why_it_cannot_run(policy):
             resolve_engine("static", model, processes=1)
     finally:
         model.config.use_sliding_window = False
+
+
+def test_the_compiled_step_draws_the_same_tokens(tiny_base):
+    """The decode step compiled by torch.compile (inductor's fused kernels; on the CPU, C++), compiled once for the
+    shape and reused: greedy and sampled tokens, masks and random state as the eager sampler's."""
+    cfg = ModelConfig(name_or_path=str(tiny_base))
+    model, tokenizer = load_policy(cfg).eval(), load_tokenizer(cfg)
+    ids, mask = prompts(tokenizer, 5)
+    for greedy in (True, False):
+        eager_draws, compiled_draws = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+        options = {"eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id, "greedy": greedy}
+        eager = generate(model, ids, mask, 20, generator=eager_draws, with_logprobs=True, **options)
+        compiled = generate_static(
+            model, ids, mask, 20, generator=compiled_draws, with_logprobs=True, compiled=True, **options
+        )
+        assert_same(eager, compiled)
+        torch.testing.assert_close(compiled.logprobs, eager.logprobs, rtol=0, atol=1e-5)
+        assert torch.equal(eager_draws.get_state(), compiled_draws.get_state())
+    assert resolve_engine("compiled", model, processes=1) == "compiled"
