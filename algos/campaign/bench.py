@@ -184,6 +184,13 @@ class SideResult:
         return flops_per_completion_token * tokens / seconds / 1e12
 
 
+def add_random_model_arguments(parser: argparse.ArgumentParser, device: str = "cuda") -> None:
+    """``--model`` (a random Qwen2 of :data:`RANDOM_MODELS`), ``--device`` and ``--precision``, as the profiles take them."""
+    parser.add_argument("--model", choices=sorted(RANDOM_MODELS), default="qwen2-0.5b")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default=device)
+    parser.add_argument("--precision", choices=sorted(PRECISIONS), default="bf16")
+
+
 def build_random_qwen2(out: Path, name: str = "tiny-qwen2", seed: int = 0) -> Path:
     """A randomly initialised Qwen2 model of :data:`RANDOM_MODELS` ``name`` with the built-in tokenizer, saved to
     ``out`` in float32."""

@@ -283,6 +283,11 @@ def decoder_for(
     return kept[key]
 
 
+def last_decoder(model: PreTrainedModel) -> StaticDecoder:
+    """The decoder ``model`` decoded with last (for diagnostics: its graph, its capture time)."""
+    return next(reversed(_DECODERS[model].values()))
+
+
 @torch.no_grad()
 def generate_static(
     model: PreTrainedModel,

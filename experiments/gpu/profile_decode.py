@@ -17,8 +17,8 @@ from accelerate import Accelerator
 
 from algos.campaign.bench import (
     PRECISIONS,
-    RANDOM_MODELS,
     Workload,
+    add_random_model_arguments,
     build_random_qwen2,
     median_seconds,
     training_problems,
@@ -26,14 +26,12 @@ from algos.campaign.bench import (
 from algos.config.schema import ModelConfig
 from algos.engine.generation import generate, sample_tokens
 from algos.engine.models import encode_prompts, end_token_ids, load_policy, load_tokenizer
-from algos.engine.static_decoding import _DECODERS, generate_static
+from algos.engine.static_decoding import generate_static, last_decoder
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", choices=sorted(RANDOM_MODELS), default="qwen2-0.5b")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
-    parser.add_argument("--precision", choices=sorted(PRECISIONS), default="bf16")
+    add_random_model_arguments(parser)
     parser.add_argument("--rows", type=int, nargs="+", default=[64, 512], help="decoding batch sizes (P x G)")
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=128)
@@ -67,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             steps = args.max_new_tokens
             with torch.no_grad():
                 static()
-                decoder = next(reversed(_DECODERS[policy].values()))
+                decoder = last_decoder(policy)
 
                 def replays():
                     decoder.cache.write_at.fill_(decoder.prompt_columns)  # within the cache's columns again

@@ -29,8 +29,8 @@ from accelerate import Accelerator
 
 from algos.campaign.bench import (
     PRECISIONS,
-    RANDOM_MODELS,
     Workload,
+    add_random_model_arguments,
     build_random_qwen2,
     harness_overrides,
     median_seconds,
@@ -46,9 +46,7 @@ from eval.tasks.sources import VERIFIERS, problem_list_task
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", choices=sorted(RANDOM_MODELS), default="qwen2-0.5b")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
-    parser.add_argument("--precision", choices=sorted(PRECISIONS), default="bf16")
+    add_random_model_arguments(parser)
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=128)

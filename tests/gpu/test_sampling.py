@@ -64,7 +64,7 @@ def test_the_static_cuda_graph_decoder_draws_the_eager_samplers_tokens(
     static_draws = torch.Generator("cuda").manual_seed(13)
     eager = generate(model, ids, mask, 32, generator=eager_draws, **options)
     static = static_decoding.generate_static(model, ids, mask, 32, generator=static_draws, compiled=compiled, **options)
-    decoder = next(reversed(static_decoding._DECODERS[model].values()))  # the one just used
+    decoder = static_decoding.last_decoder(model)
     assert decoder.graph is not None and decoder.capture_seconds > 0
     width = min(eager.response_ids.shape[1], static.response_ids.shape[1])
     differing_rows = (eager.response_ids[:, :width] != static.response_ids[:, :width]).any(dim=-1)
