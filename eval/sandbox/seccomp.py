@@ -27,7 +27,13 @@ namespaces and limits:
   listener's backlog, a UDP or netlink receive queue, a Unix socket's queue) are kernel memory that
   neither the address-space limit nor every memory cgroup counts, and a graded program needs none;
 - moving pages between pipes and memory (``splice``, ``vmsplice``, ``tee``): a pipe slot can pin a
-  whole transparent huge page that the program then unmaps, memory its limit no longer counts.
+  whole transparent huge page that the program then unmaps, memory its limit no longer counts;
+- state a later grading can read that one grading leaves without writing anything (:data:`REFUSED_ARGUMENTS`):
+  ``madvise`` advice that rebuilds or evicts a mapped file's shared page cache (``MADV_COLLAPSE`` turns a
+  region of a read-only file into one huge page, ``MADV_PAGEOUT`` and ``MADV_COLD`` evict or age its pages),
+  ``fcntl``'s write-lifetime hints (``F_SET_RW_HINT``, ``F_SET_FILE_RW_HINT``: stored on the inode by an owner
+  check alone, no write to the mount), and inotify watches (``inotify_add_watch``, ``inotify_init1``), which
+  read the host-wide rename cookie that every rename moves.
 
 A call from another architecture's ABI (x86-64's 32-bit and x32 entry points) kills the process,
 so the filter cannot be sidestepped through a second system-call table. Built for x86-64 and
@@ -45,8 +51,15 @@ REFUSED = (
     "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_open", "pidfd_getfd", "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "open_tree_attr",
     "move_mount", "fsopen", "fsmount", "fspick", "fsconfig", "mount_setattr", "io_uring_setup", "io_uring_enter", "io_uring_register", "io_setup", "io_submit", "io_getevents",
     "io_pgetevents", "io_cancel", "io_destroy", "bpf", "perf_event_open", "userfaultfd", "open_by_handle_at",
-    "fanotify_init", "socket", "socketpair", "splice", "vmsplice", "tee",
+    "fanotify_init", "socket", "socketpair", "splice", "vmsplice", "tee", "inotify_init1", "inotify_add_watch",
 )  # fmt: skip
+MADV_COLD, MADV_PAGEOUT, MADV_COLLAPSE = 20, 21, 25
+F_SET_RW_HINT, F_SET_FILE_RW_HINT = 1036, 1038
+REFUSED_ARGUMENTS: dict[str, tuple[int, tuple[int, ...]]] = {
+    "madvise": (2, (MADV_COLD, MADV_PAGEOUT, MADV_COLLAPSE)),
+    "fcntl": (1, (F_SET_RW_HINT, F_SET_FILE_RW_HINT)),
+}
+"""Calls refused for some values of one argument: name -> (the argument's index, the values refused)."""
 SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
     "x86_64": {
         "keyctl": 250, "add_key": 248, "request_key": 249, "shmget": 29, "memfd_create": 319, "fallocate": 285,
@@ -60,6 +73,7 @@ SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
         "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "bpf": 321,
         "perf_event_open": 298, "userfaultfd": 323, "open_by_handle_at": 304, "fanotify_init": 300, "clone": 56,
         "clone3": 435, "socket": 41, "socketpair": 53, "splice": 275, "tee": 276, "vmsplice": 278,
+        "inotify_init1": 294, "inotify_add_watch": 254, "madvise": 28, "fcntl": 72,
     },
     "aarch64": {
         "keyctl": 219, "add_key": 217, "request_key": 218, "shmget": 194, "memfd_create": 279, "fallocate": 47,
@@ -73,9 +87,11 @@ SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
         "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "bpf": 280,
         "perf_event_open": 241, "userfaultfd": 282, "open_by_handle_at": 265, "fanotify_init": 262, "clone": 220,
         "clone3": 435, "socket": 198, "socketpair": 199, "splice": 76, "tee": 77, "vmsplice": 75,
+        "inotify_init1": 26, "inotify_add_watch": 27, "madvise": 233, "fcntl": 25,
     },
 }  # fmt: skip
-"""Each architecture's system-call numbers (the kernel's unistd tables): REFUSED's, and clone's."""
+"""Each architecture's system-call numbers (the kernel's unistd tables): REFUSED's, REFUSED_ARGUMENTS', and
+clone's."""
 NEW_NAMESPACE_FLAGS = 0x7E020000
 """CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET."""
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
@@ -89,6 +105,7 @@ JUMP_IF_AT_LEAST = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 JUMP_IF_ANY_BIT = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 RETURN = 0x06  # BPF_RET | BPF_K
 NR_OFFSET, ARCH_OFFSET, FIRST_ARGUMENT_LOW_WORD = 0, 4, 16  # args[0]'s low 32 bits (little-endian)
+ARGUMENT_SIZE = 8
 ALLOW = 0x7FFF0000
 KILL_PROCESS = 0x80000000
 REFUSE = 0x00050000 | 1  # SECCOMP_RET_ERRNO with EPERM
@@ -123,6 +140,13 @@ def build_filter(machine: str) -> bytes:
     ]
     for name in REFUSED:
         program += [_instruction(JUMP_IF_EQUAL, numbers[name], jump_false=1), _instruction(RETURN, REFUSE)]
+    for name, (argument, values) in REFUSED_ARGUMENTS.items():
+        # The call's own block: load the argument's low word, refuse each value, allow the rest.
+        block = [_instruction(LOAD_WORD, FIRST_ARGUMENT_LOW_WORD + ARGUMENT_SIZE * argument)]
+        for value in values:
+            block += [_instruction(JUMP_IF_EQUAL, value, jump_false=1), _instruction(RETURN, REFUSE)]
+        block.append(_instruction(RETURN, ALLOW))
+        program += [_instruction(JUMP_IF_EQUAL, numbers[name], jump_false=len(block)), *block]
     program.append(_instruction(RETURN, ALLOW))
     return b"".join(program)
 

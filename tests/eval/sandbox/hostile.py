@@ -168,6 +168,34 @@ counts: socket buffers of each family, pages pinned in a pipe. Each works outsid
 (tests/eval/sandbox/test_hostile.py runs them bare)."""
 
 
+def _kernel_took(call: str) -> str:
+    """Statements running ``call`` and setting ``worked`` when the kernel took it: it returned, or failed for another
+    reason than the filter's EPERM (EINVAL: a region that cannot collapse into a huge page)."""
+    return (
+        "import errno\n"
+        f"try:\n    {call}\n    worked = True\n"
+        "except OSError as error:\n    worked = error.errno != errno.EPERM\n"
+    )
+
+
+_MAPPED_INTERPRETER = INTERPRETER_FD + "import mmap\nmapped = mmap.mmap(fd, 0, prot=mmap.PROT_READ)\n"
+
+SHARED_STATE_PROBES: dict[str, str] = {
+    "page-cache-collapse": _MAPPED_INTERPRETER + _kernel_took("mapped.madvise(25)  # MADV_COLLAPSE"),
+    "page-cache-pageout": _MAPPED_INTERPRETER + _kernel_took("mapped.madvise(21)  # MADV_PAGEOUT"),
+    "page-cache-cold": _MAPPED_INTERPRETER + _kernel_took("mapped.madvise(20)  # MADV_COLD"),
+    "inode-write-hint": "import fcntl, os, struct, sys, tempfile\n"
+    "try:\n    own, _ = tempfile.mkstemp()\nexcept OSError:\n    own = os.open(os.path.realpath(sys.executable), os.O_RDONLY)\n"
+    + _kernel_took("fcntl.fcntl(own, 1036, struct.pack('Q', 2))  # F_SET_RW_HINT"),
+    "rename-cookie-watch": LIBC + "watcher = libc.syscall({inotify_init1}, 0)\n"
+    "worked = watcher >= 0 and libc.inotify_add_watch(watcher, b'/', 0x40) >= 0  # IN_MOVED_FROM\n",
+}
+"""Probes (statements setting ``worked``) of calls that leave state a later grading can read without writing a file:
+a shared file's page-cache folios rebuilt or evicted, an inode's write-lifetime hint, and a watch that reads the
+host's rename cookie. Each is taken by the kernel outside the sandbox (tests/eval/sandbox/test_hostile.py runs them
+bare); the filter refuses them inside."""
+
+
 ATTACKS: dict[str, tuple[str, str]] = {
     # Forged verdicts and exits.
     "exit-0-at-load": ("forgery", RETURN_WRONG + "import os\nos._exit(0)\n"),
@@ -569,6 +597,8 @@ ATTACKS: dict[str, tuple[str, str]] = {
     ),
     # Kernel memory that no limit counts: socket buffers, pages pinned in pipes.
     **{name: ("memory", _right_if_it_worked(probe)) for name, probe in KERNEL_MEMORY_PROBES.items()},
+    # State set without a write: page-cache folios, inode hints, watches on the rename cookie.
+    **{name: ("memory", _right_if_it_worked(probe)) for name, probe in SHARED_STATE_PROBES.items()},
     # Memory outside every per-process limit.
     "memfd-secret-hoard": (
         "memory",
@@ -714,6 +744,7 @@ class Bait:
                     "clone",
                     "mincore",
                     "cachestat",
+                    "inotify_init1",
                     "readahead",
                     "memfd_secret",
                     "msgget",

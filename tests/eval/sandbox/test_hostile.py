@@ -24,6 +24,7 @@ from tests.eval.sandbox.hostile import (
     KERNEL_MEMORY_PROBES,
     LEARNER,
     LIMITS,
+    SHARED_STATE_PROBES,
     bait,
     describe,
     living_processes,
@@ -135,14 +136,14 @@ def test_the_learner_does_learn_where_the_calls_follow_the_answers(strong_isolat
     assert passes[-1] and passes.index(True) <= 8
 
 
-@pytest.mark.parametrize("name", sorted(KERNEL_MEMORY_PROBES))
-def test_each_kernel_memory_probe_works_outside_the_sandbox_as_root_and_as_nobody(name):
-    """The attacks the sandbox refuses are real: bare, each one makes the kernel hold its memory, as this user and,
-    from root, as uid 65534."""
+@pytest.mark.parametrize("name", sorted({**KERNEL_MEMORY_PROBES, **SHARED_STATE_PROBES}))
+def test_each_kernel_memory_and_shared_state_probe_works_outside_the_sandbox_as_root_and_as_nobody(name):
+    """The attacks the sandbox refuses are real: bare, each one makes the kernel hold its memory or take the call that
+    leaves shared state, as this user and, from root, as uid 65534."""
     numbers = SYSCALL_NUMBERS.get(platform.machine())
     if numbers is None:
         pytest.skip(f"no system-call table for {platform.machine()}")
-    probe = KERNEL_MEMORY_PROBES[name].format(**numbers) + "assert worked\n"
+    probe = {**KERNEL_MEMORY_PROBES, **SHARED_STATE_PROBES}[name].format(**numbers) + "assert worked\n"
     bare = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     assert bare.returncode == 0, bare.stderr[-2000:]
     if os.geteuid() == 0 and shutil.which("setpriv") is not None:

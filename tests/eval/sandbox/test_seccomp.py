@@ -12,9 +12,13 @@ from eval.sandbox.seccomp import (
     NOT_IMPLEMENTED,
     REFUSE,
     REFUSED,
+    REFUSED_ARGUMENTS,
     SYSCALL_NUMBERS,
     build_filter,
 )
+
+ARGUMENT_CHECKS = sum(3 + 2 * len(values) for _, values in REFUSED_ARGUMENTS.values())
+"""Instructions of the argument checks: the call's test, the argument's load, a test and a refusal a value, an allow."""
 
 
 def instructions(program):
@@ -23,11 +27,11 @@ def instructions(program):
 
 @pytest.mark.parametrize("machine", sorted(SYSCALL_NUMBERS))
 def test_every_refused_call_has_a_number_and_gets_eperm(machine):
-    assert set(SYSCALL_NUMBERS[machine]) == {*REFUSED, "clone", "clone3"}
+    assert set(SYSCALL_NUMBERS[machine]) == {*REFUSED, *REFUSED_ARGUMENTS, "clone", "clone3"}
     program = instructions(build_filter(machine))
     assert program[:3] == [(0x20, 0, 0, 4), (0x15, 1, 0, AUDIT_ARCH[machine]), (0x06, 0, 0, KILL_PROCESS)]
     assert program[-1] == (0x06, 0, 0, ALLOW)
-    checks = program[-1 - 2 * len(REFUSED) : -1]
+    checks = program[-1 - ARGUMENT_CHECKS - 2 * len(REFUSED) : -1 - ARGUMENT_CHECKS]
     for name, (test, refuse) in zip(REFUSED, zip(checks[::2], checks[1::2])):
         assert test == (0x15, 0, 1, SYSCALL_NUMBERS[machine][name])
         assert refuse == (0x06, 0, 0, REFUSE)
@@ -36,8 +40,8 @@ def test_every_refused_call_has_a_number_and_gets_eperm(machine):
 def test_x86_64_kills_x32_calls():
     program = instructions(build_filter("x86_64"))
     assert program[3:6] == [(0x20, 0, 0, 0), (0x35, 0, 1, 0x40000000), (0x06, 0, 0, KILL_PROCESS)]
-    assert len(program) == 6 + 7 + 2 * len(REFUSED) + 1
-    assert len(instructions(build_filter("aarch64"))) == 4 + 7 + 2 * len(REFUSED) + 1
+    assert len(program) == 6 + 7 + 2 * len(REFUSED) + ARGUMENT_CHECKS + 1
+    assert len(instructions(build_filter("aarch64"))) == 4 + 7 + 2 * len(REFUSED) + ARGUMENT_CHECKS + 1
 
 
 @pytest.mark.parametrize("machine", sorted(SYSCALL_NUMBERS))
@@ -51,6 +55,34 @@ def test_clone_with_a_namespace_flag_is_refused_and_clone3_is_unavailable(machin
         (0x15, 0, 4, numbers["clone"]),
         (0x20, 0, 0, 16),
         (0x45, 0, 1, NEW_NAMESPACE_FLAGS),
+        (0x06, 0, 0, REFUSE),
+        (0x06, 0, 0, ALLOW),
+    ]
+
+
+@pytest.mark.parametrize("machine", sorted(SYSCALL_NUMBERS))
+def test_madvise_and_fcntl_are_refused_for_the_listed_values_only(machine):
+    """By hand: madvise(addr, len, advice) reads args[2] (offset 16 + 2 x 8 = 32); fcntl(fd, cmd) reads args[1] (24)."""
+    program = instructions(build_filter(machine))
+    numbers = SYSCALL_NUMBERS[machine]
+    start = len(program) - 1 - ARGUMENT_CHECKS
+    assert program[start : start + 9] == [
+        (0x15, 0, 8, numbers["madvise"]),
+        (0x20, 0, 0, 32),
+        (0x15, 0, 1, 20),  # MADV_COLD
+        (0x06, 0, 0, REFUSE),
+        (0x15, 0, 1, 21),  # MADV_PAGEOUT
+        (0x06, 0, 0, REFUSE),
+        (0x15, 0, 1, 25),  # MADV_COLLAPSE
+        (0x06, 0, 0, REFUSE),
+        (0x06, 0, 0, ALLOW),  # MADV_DONTNEED and the rest, which the allocator uses
+    ]
+    assert program[start + 9 : start + 16] == [
+        (0x15, 0, 6, numbers["fcntl"]),
+        (0x20, 0, 0, 24),
+        (0x15, 0, 1, 1036),  # F_SET_RW_HINT
+        (0x06, 0, 0, REFUSE),
+        (0x15, 0, 1, 1038),  # F_SET_FILE_RW_HINT
         (0x06, 0, 0, REFUSE),
         (0x06, 0, 0, ALLOW),
     ]
