@@ -538,6 +538,7 @@ class Sandbox:
     def _start(self) -> subprocess.Popen[bytes]:
         if self.isolation.kind == "bubblewrap":
             try:
+                interpreter_view().ensure_intact()
                 command, cwd = self._bubblewrap_command(), "/"
                 interpreter_view().make_resident()
             except (ViewError, OSError) as error:

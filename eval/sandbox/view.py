@@ -41,6 +41,7 @@ import sys
 import sysconfig
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 LEFT_OUT = frozenset(
@@ -76,12 +77,30 @@ class InterpreterView:
     links: ``(target, path)`` of each top-level symbolic link recreated in the sandbox.
     copy: the in-memory folder holding every file at its path under it, its top-level folders bound; None when
         there is none, and then each of ``binds`` (``(source, destination)``) is bound alone.
+    sources, stdlib: with a copy, what it holds: ``(source, destination)`` of each file copied, and the standard
+        library whose compiled modules it holds (see :meth:`ensure_intact`).
     """
 
     interpreter: str
     links: tuple[tuple[str, str], ...]
     copy: str | None
     binds: tuple[tuple[str, str], ...] = ()
+    sources: tuple[tuple[str, str], ...] = ()
+    stdlib: str = ""
+
+    def ensure_intact(self) -> None:
+        """Before each sandbox: the copy as this process last verified it (every entry's inode, owner, mode, size and
+        change time, which only the kernel sets), else verified again against the host's files (owner, modes,
+        names and every byte) and, where it no longer matches, made anew. Another process of the grader's user
+        could otherwise plant or change a copy that later gradings run; none without a copy."""
+        if self.copy is None or _VERIFIED.get(self.copy) == _snapshot(self.copy):
+            return
+        if not _content_matches(self.copy, self.sources, self.stdlib):
+            shutil.rmtree(self.copy, ignore_errors=True)
+            _make_copy(os.path.dirname(self.copy), self.copy, list(self.sources), self.stdlib)
+            if not _content_matches(self.copy, self.sources, self.stdlib):
+                raise ViewError(f"the sandbox's copy {self.copy} changes while it is made: another process writes it")
+        _VERIFIED[self.copy] = _snapshot(self.copy)
 
     def bubblewrap_arguments(self) -> list[str]:
         """bubblewrap arguments making this view: the links, then the copy's top-level folders bound read-only or,
@@ -136,7 +155,7 @@ def interpreter_view() -> InterpreterView:
     links = tuple((os.readlink(top), top) for top in TOP_LEVEL_LINKS if os.path.islink(top))
     copy = _memory_copy(files, stdlib)
     if copy is not None:
-        return InterpreterView(interpreter, links, copy)
+        return InterpreterView(interpreter, links, copy, sources=tuple(files), stdlib=stdlib)
     archive = os.path.join(_archive_folder().name, "stdlib.zip")
     _write_archive(stdlib, archive)
     # The interpreter finds its prefix from the landmark os.py; the modules themselves come from the archive.
@@ -260,6 +279,58 @@ def _memory_folder(needed: int) -> str | None:
         if status.f_bavail * status.f_frsize >= needed:
             return real
     return None
+
+
+_VERIFIED: dict[str, tuple] = {}
+"""Copy -> its :func:`_snapshot` when this process last found its content right."""
+
+
+def _snapshot(copy: str) -> tuple:
+    """Every entry under ``copy`` (and itself): path, inode, mode, owner, size, modification and change times."""
+    paths = [copy]
+    for folder, folders, names in os.walk(copy):
+        paths += [os.path.join(folder, name) for name in (*folders, *names)]
+    entries = []
+    for path in sorted(paths):
+        status = os.lstat(path)
+        entries.append(
+            (path, status.st_ino, status.st_mode, status.st_uid, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+        )
+    return tuple(entries)
+
+
+def _content_matches(copy: str, sources: Sequence[tuple[str, str]], stdlib: str) -> bool:
+    """Whether ``copy`` holds exactly the files :func:`_make_copy` writes: each source's bytes at its destination and
+    the standard library's compiled modules, as regular files and folders of ours that nobody else may write."""
+    expected = {destination: source for source, destination in sources}
+    with tempfile.TemporaryDirectory(prefix=f"{COPY_PREFIX}check-", dir=os.path.dirname(copy)) as scratch:
+        archive_path = os.path.join(scratch, "stdlib.zip")
+        _write_archive(stdlib, archive_path)
+        with zipfile.ZipFile(archive_path) as archive:
+            members = {os.path.join(stdlib, name): name for name in archive.namelist() if not name.endswith("/")}
+            found = set()
+            for folder, folders, names in os.walk(copy):
+                for name in (*folders, *names):
+                    path = os.path.join(folder, name)
+                    status = os.lstat(path)
+                    if status.st_uid != os.geteuid() or status.st_mode & 0o022:
+                        return False
+                    if stat.S_ISREG(status.st_mode):
+                        found.add(path[len(copy) :])
+                    elif not stat.S_ISDIR(status.st_mode):
+                        return False
+            if found != set(expected) | set(members):
+                return False
+            for relative in sorted(found):
+                with open(copy + relative, "rb") as held:
+                    content = held.read()
+                if relative in expected:
+                    with open(expected[relative], "rb") as original:
+                        if content != original.read():
+                            return False
+                elif content != archive.read(members[relative]):
+                    return False
+    return True
 
 
 def _ours(path: str) -> bool:

@@ -3,12 +3,13 @@ the standard library and every extension module importable either way."""
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
 from eval.sandbox import view as view_module
 from eval.sandbox.host import Sandbox, SandboxLimits
-from eval.sandbox.view import interpreter_view
+from eval.sandbox.view import _VERIFIED, InterpreterView, _content_matches, _make_copy, interpreter_view
 from tests.eval.sandbox import channels
 from tests.eval.sandbox.hostile import RIGHT
 
@@ -119,3 +120,57 @@ def test_a_copy_is_used_only_when_it_is_ours_and_no_one_else_can_write_it(tmp_pa
     os.mkdir(planted)
     os.chmod(planted, 0o777)  # as another user could in a shared /dev/shm
     assert view_module._memory_copy(files, stdlib) is None
+
+
+@pytest.fixture
+def small_copy(tmp_path):
+    """A copy of one tool and a two-module standard library, as the sandbox makes it, and its view."""
+    tool = tmp_path / "host" / "tool"
+    tool.parent.mkdir()
+    tool.write_bytes(b"#!/bin/sh\necho the real tool\n")
+    tool.chmod(0o755)
+    stdlib = tmp_path / "lib" / "python3"
+    (stdlib / "package").mkdir(parents=True)
+    (stdlib / "module.py").write_text("VALUE = 1\n")
+    (stdlib / "package" / "__init__.py").write_text("NAME = 'package'\n")
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    sources = ((str(tool), "/opt/tools/tool"),)
+    copy = str(memory / "copy")
+    _make_copy(str(memory), copy, list(sources), str(stdlib))
+    return InterpreterView("/opt/tools/tool", (), copy, sources=sources, stdlib=str(stdlib)), tool
+
+
+def test_an_untouched_copy_is_used_as_it_is(small_copy):
+    view, _ = small_copy
+    view.ensure_intact()
+    inode = os.stat(view.copy + "/opt/tools/tool").st_ino
+    view.ensure_intact()
+    assert os.stat(view.copy + "/opt/tools/tool").st_ino == inode
+
+
+@pytest.mark.parametrize("change", ["same-size-content", "extra-file", "group-writable", "replaced-module"])
+def test_a_copy_changed_by_another_process_is_made_anew_before_its_next_use(small_copy, change):
+    """Another process of the grader's user rewrites the copy between two gradings (even with its times put back, or
+    before this process first used it): the next use finds it changed, checks every byte and makes it anew."""
+    view, tool = small_copy
+    view.ensure_intact()
+    planted = view.copy + "/opt/tools/tool"
+    status = os.stat(planted)
+    if change == "same-size-content":
+        with open(planted, "r+b") as file:
+            file.write(b"#!/bin/sh\necho the evil tool\n")
+        os.utime(planted, ns=(status.st_atime_ns, status.st_mtime_ns))  # the times a user can set, put back
+    elif change == "extra-file":
+        Path(view.copy, "opt", "tools", "sitecustomize.py").write_text("import os\n")
+    elif change == "group-writable":
+        os.chmod(planted, 0o775)
+    else:
+        _VERIFIED.clear()  # as in a grader that starts after the copy was planted
+        module = next(Path(view.copy).rglob("module*.pyc"))
+        module.write_bytes(module.read_bytes()[:-1] + b"\0")
+    view.ensure_intact()
+    assert Path(planted).read_bytes() == tool.read_bytes()
+    assert not Path(view.copy, "opt", "tools", "sitecustomize.py").exists()
+    assert not os.stat(planted).st_mode & 0o022
+    assert _content_matches(view.copy, view.sources, view.stdlib)
