@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from eval.benchmarks.humaneval import load_humaneval, run_humaneval
-from eval.sandbox.host import Isolation, SandboxLimits, SandboxResult, detect_isolation
+from eval.sandbox.host import UNPRIVILEGED_ID, Isolation, SandboxLimits, SandboxResult, detect_isolation
 from eval.sandbox.seccomp import SYSCALL_NUMBERS
 from tests.eval.sandbox import channels
 
@@ -875,6 +875,39 @@ def living_processes() -> set[int]:
     return found
 
 
+def survivors(before: set[int]) -> list[str]:
+    """The processes started since ``before`` that can be the sandbox's, described: under a root grader those of
+    uid 65534, the program's user (it can take no other: no capabilities, no new privileges), and this process's
+    descendants (bubblewrap, the worker), so that the grader's other work started meanwhile (a campaign training
+    beside the tests) is not taken for a survivor; under a non-root grader, which shares its user with the
+    program, every one of that user's."""
+    started = living_processes() - before - {os.getpid()}
+    if os.geteuid() == 0:
+        started = {pid for pid in started if _status(pid, "Uid") == UNPRIVILEGED_ID or _descends_from_us(pid)}
+    else:
+        started = {pid for pid in started if _status(pid, "Uid") == os.getuid()}
+    return describe(started)
+
+
+def _descends_from_us(pid: int) -> bool:
+    while pid not in (None, 0, 1):
+        pid = _status(pid, "PPid")
+        if pid == os.getpid():
+            return True
+    return False
+
+
+def _status(pid: int, field: str) -> int | None:
+    """A number of ``/proc/PID/status`` (the first of ``Uid``: the real uid), None for a process gone meanwhile."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def describe(pids: set[int]) -> list[str]:
     """Each process's pid, state, parent, user and command line, for a report on survivors."""
     described = []
@@ -909,7 +942,7 @@ def main() -> None:
         outcomes = run_attacks(target, isolation=isolation)
         time.sleep(4)  # the daemons' delayed writes would have happened by now
         arrivals, intact = target.arrivals(), target.canary_intact()
-    survivors = describe(living_processes() - before - {os.getpid()})
+    left = survivors(before)
     print(f"uid {os.getuid()}; isolation: {isolation.description}\n")
     print("| # | completion | category | status | seconds | why it failed (first line) |")
     print("|---|---|---|---|---|---|")
@@ -927,7 +960,7 @@ def main() -> None:
     print(f"canary file and folder unchanged: {intact}")
     print(f"sandbox source files unchanged: {project_fingerprint() == fingerprint}")
     print(f"connections or datagrams that arrived: {arrivals or 'none'}")
-    print(f"processes started during grading and still alive: {survivors or 'none'}")
+    print(f"processes started during grading and still alive: {left or 'none'}")
     if args.json:
         escaped = {
             "uid": os.getuid(),
@@ -939,7 +972,7 @@ def main() -> None:
             "arrivals": arrivals,
             "canary_changed": not intact,
             "sources_changed": project_fingerprint() != fingerprint,
-            "survivors": survivors,
+            "survivors": left,
         }
         args.json.write_text(json.dumps(escaped, indent=2) + "\n")
 

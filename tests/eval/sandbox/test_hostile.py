@@ -5,6 +5,7 @@ import os
 import platform
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,10 +27,10 @@ from tests.eval.sandbox.hostile import (
     LIMITS,
     SHARED_STATE_PROBES,
     bait,
-    describe,
     living_processes,
     project_fingerprint,
     run_attacks,
+    survivors,
 )
 from tests.eval.sandbox.unprivileged import AS_NOBODY, NOBODY, PROJECT, unprivileged, unprivileged_python
 
@@ -48,7 +49,7 @@ def test_every_hostile_completion_fails_and_leaves_nothing_behind(strong_isolati
     assert [o.name for o in outcomes if o.leaked_secret] == []
     assert [o.name for o in outcomes if o.seconds > LIMITS.timeout_s + GRACE_S] == []
     assert project_fingerprint() == fingerprint
-    assert describe(living_processes() - before - {os.getpid()}) == []
+    assert survivors(before) == []
 
 
 def test_forged_verdicts_fail_in_the_fallback_sandbox_too(tmp_path):
@@ -225,3 +226,27 @@ def test_a_flood_of_failed_lookups_leaves_no_negative_dentry_on_the_host(strong_
         )
         assert run.returncode == 0, run.stderr[-2000:]
         assert int(run.stdout.split()[-1]) < channels.FLOOD_LOOKUPS // 20
+
+
+def test_survivors_are_the_programs_user_and_our_descendants_not_the_graders_other_work():
+    """Under a root grader a process of uid 65534 started meanwhile, or one of this process's children, is a survivor;
+    a root process of other work (a daemon that left its parent, as a campaign's jobs beside the tests) is not."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs a root grader and setpriv to start a process as uid 65534")
+    before = living_processes()
+    child = subprocess.Popen(["sleep", "60"])
+    program = subprocess.Popen([*AS_NOBODY, "sleep", "61"])
+    other = subprocess.run(  # a daemon of root's own: it outlives its shell, reparented away from us
+        ["sh", "-c", "setsid sleep 62 >/dev/null 2>&1 & echo $!"], capture_output=True, text=True, check=True
+    )
+    daemon = int(other.stdout.strip())
+    try:
+        time.sleep(0.2)
+        found = {int(line.split()[0]) for line in survivors(before)}
+        assert child.pid in found and daemon not in found
+        assert any(f"uid {NOBODY}:" in line and "sleep 61" in line for line in survivors(before))
+    finally:
+        for process in (child, program):
+            process.kill()
+            process.wait()
+        os.kill(daemon, signal.SIGKILL)

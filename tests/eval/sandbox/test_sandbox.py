@@ -28,7 +28,7 @@ from eval.sandbox.host import (
     judge,
     require_strong_isolation,
 )
-from tests.eval.sandbox.hostile import describe, living_processes
+from tests.eval.sandbox.hostile import living_processes, survivors
 
 FAST = SandboxLimits(timeout_s=2.0)
 MARGIN_S = 1.5
@@ -175,7 +175,7 @@ def test_daemons_and_forked_children_do_not_outlive_the_sandbox(ending, isolatio
     before = living_processes()
     result = calls(program, isolation, ("f", (), 1))
     assert result.status == ("passed" if ending == "return 1" else "timeout"), result
-    assert describe(living_processes() - before - {os.getpid()}) == []
+    assert survivors(before) == []
 
 
 def test_sandbox_runs_unprivileged_with_a_private_tmp_and_nothing_else_writable(strong_isolation, tmp_path):
@@ -248,7 +248,7 @@ def test_program_that_ends_itself_leaves_no_zombie(isolation):
     before = living_processes()
     result = calls("def f():\n    import os\n    os._exit(3)\n", isolation, ("f", (), 1))
     assert result.status == "failed" and "status 3" in result.detail
-    assert describe(living_processes() - before - {os.getpid()}) == []
+    assert survivors(before) == []
 
 
 def test_details_are_capped_and_printable(isolation):
