@@ -214,6 +214,7 @@ def build_random_qwen2(out: Path, name: str = "tiny-qwen2", seed: int = 0) -> Pa
     return out
 
 
+@functools.cache  # the report is rewritten after every side
 def matmul_parameters(model: str) -> int:
     """Parameters of ``model`` that multiply activations: all but an untied input embedding (a lookup)."""
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -251,6 +252,7 @@ def median_seconds(device: torch.device, work: Callable[[], object], repeats: in
     return statistics.median(seconds)
 
 
+@functools.cache
 def prompt_tokens(work: Workload) -> int:
     """Real prompt tokens of one step, over all P x G rows (each side encodes the same prompts)."""
     from transformers import AutoTokenizer
