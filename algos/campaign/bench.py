@@ -18,7 +18,8 @@ first (untimed) step, generation tokens/s, training tokens/s and mean completion
 step-time ratio to TRL's, each decoding loop's tokens/s over the eager loop's, TRL's settings and the peak
 resident memory of the process. A side that fails is reported with its error beside the others, and the
 report is written after every side. Each side's peak memory (allocated on
-CUDA, resident on the CPU) is measured over its own run. The update's achieved FLOP/s counts the
+CUDA, resident on the CPU) is measured over its own run, on CUDA above what was allocated when it started
+(the earlier sides' garbage is collected first). The update's achieved FLOP/s counts the
 model FLOPs of a plain forward and backward pass over every row, 6 x (matrix-multiplied parameters)
 x (prompt + completion tokens) per step (attention's own products not counted), over the step time
 less sampling; it is set beside the rate this device measures for a large matrix product in the same
@@ -48,6 +49,7 @@ import argparse
 import dataclasses
 import difflib
 import functools
+import gc
 import json
 import resource
 import statistics
@@ -61,7 +63,7 @@ from pathlib import Path
 import torch
 
 from algos.config.presets import load_config
-from algos.engine.memory import peak_memory_mb, reset_peak_memory
+from algos.engine.memory import held_memory_mb, peak_memory_mb, reset_peak_memory
 from algos.engine.static_decoding import ENGINES
 from algos.trainer.run_files import read_metrics
 from algos.trainer.train import train
@@ -360,6 +362,7 @@ def run_harness(work: Workload) -> SideResult:
     """``work.steps`` GRPO steps of :func:`algos.trainer.train.train`; the per-step timings and peak memory come
     from its metrics."""
     cfg = load_config("grpo", overrides=harness_overrides(work))
+    held = held_memory_mb(torch.device(work.device))
     with tempfile.TemporaryDirectory(prefix="bench-harness-") as out:
         train(cfg, out, problems=training_problems(work), eval_problems={}, verifier=VERIFIERS[work.task])
         lines = [line for line in read_metrics(Path(out)) if line["step"] >= 1 and "perf/step_seconds" in line]
@@ -370,7 +373,7 @@ def run_harness(work: Workload) -> SideResult:
         [line["perf/gen_seconds"] for line in timed],
         [line["rollout/response_length_mean"] for line in timed],
         work.prompts * work.group,
-        max(line["perf/peak_memory_mb"] for line in lines),  # each step's peak, as the run measures it
+        max(line["perf/peak_memory_mb"] for line in lines) - held,  # each step's peak, as the run measures it
         lines[0]["perf/step_seconds"] if work.warmup else None,
     )
 
@@ -435,6 +438,7 @@ def run_trl(work: Workload, name: str = "trl") -> SideResult:
             callbacks=[clock],
         )
         trainer.remove_callback(PrinterCallback)  # the report is the output, not TRL's per-step log lines
+        held = held_memory_mb(device)
         reset_peak_memory(device)
         try:
             trainer.train()
@@ -446,7 +450,7 @@ def run_trl(work: Workload, name: str = "trl") -> SideResult:
         clock.generation[work.warmup :],
         clock.lengths[work.warmup :],
         work.prompts * work.group,
-        peak_memory_mb(device),
+        peak_memory_mb(device) - held,
         clock.seconds[0] if work.warmup else None,
     )
 
@@ -661,6 +665,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, run in runs:
             if trl_missing and name.startswith("trl"):
                 continue
+            gc.collect()  # an earlier side's trainer, unreachable in reference cycles, still holds its tensors
+            if work.device == "cuda":
+                torch.cuda.empty_cache()
             try:
                 sides[name] = run()
             except ImportError as error:

@@ -463,10 +463,11 @@ class RolloutConfig:
         description=(
             "The decoding loop (algos.engine.static_decoding), the same tokens either way. eager: a cache that grows "
             "a column a step, ended rows leaving the batch, an end check every token (the fastest on the CPU). "
-            "static: a fixed batch and cache width, ends checked every 16 steps, and on CUDA each decode step one "
-            "CUDA graph replay (one process, unsharded, no sliding window). compiled: static with its step compiled "
-            "by torch.compile first (its elementwise kernels fused; a compile per batch shape, not yet measured on "
-            "a GPU). auto: static on CUDA where it can run, else eager."
+            "static: a fixed batch (rows rounded up to a bucket) and cache width, ends checked every 16 steps, and "
+            "on CUDA each decode step one CUDA graph replay (one process, unsharded, no sliding window); on an H200 "
+            "4-6x the eager loop's tokens/s. compiled: static with its step compiled by torch.compile first (its "
+            "elementwise kernels fused; 4.6-9x the eager loop, but some 35 s of compiling per batch shape). auto: "
+            "static on CUDA where it can run, else eager."
         ),
     )
     old_logprobs: Literal["auto", "score", "sampler"] = Field(

@@ -28,3 +28,9 @@ def peak_memory_mb(device: torch.device) -> float:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024  # kB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def held_memory_mb(device: torch.device) -> float:
+    """Memory live tensors hold now on a CUDA ``device``, in MiB (a later peak includes it); 0 on the CPU, whose
+    resident peak cannot be split into what was held before and what came after."""
+    return torch.cuda.memory_allocated(device) / 2**20 if device.type == "cuda" else 0.0

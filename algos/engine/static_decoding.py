@@ -22,14 +22,19 @@ order than transformers' kernels, so logits differ by float rounding, which the 
 of differing tokens (none on the CPU in float32).
 
 A decoder (its buffers and its graph) is kept per model for the last few batch shapes, since a run
-samples the same shape every step; the prompt columns are rounded up to :data:`PROMPT_COLUMNS` so
-prompts of different widths share one. The graph reads the weights where they are, so optimiser
-steps (in place) need no new capture.
+samples the same shapes every step; the prompt columns are rounded up to :data:`PROMPT_COLUMNS` and
+the rows up to a bucket (:func:`row_bucket`), so prompts of different widths and the varying rounds of
+dynamic sampling share a few. A batch fills the first rows of its bucket; the rows beyond it decode
+what they are given and are never read. The graph reads the weights where they are, so optimiser
+steps (in place) need no new capture. A decoder dropped from the kept ones releases its graph at
+once, and no garbage collection runs during a capture: a graph destroyed while another is being
+captured invalidates that capture.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import time
 import weakref
@@ -52,11 +57,22 @@ PROMPT_COLUMNS = 64
 END_CHECK_EVERY = 16
 """Decode steps between two looks at whether every row has ended (each look synchronises with the device)."""
 
-KEPT_DECODERS = 2
+KEPT_DECODERS = 3
 """Decoders (buffers and graphs) kept per model, the most recently used."""
+
+ROW_BUCKET = 64
+"""Batches of up to this many rows decode in a power-of-two bucket, larger ones in a multiple of it."""
 
 DECODE_ATTENTION = "static_decode"
 """The name :func:`grouped_decode_attention` is registered under with transformers' attention functions."""
+
+
+def row_bucket(rows: int) -> int:
+    """The decoder rows a batch of ``rows`` rows decodes in: the next power of two up to :data:`ROW_BUCKET`, else
+    the next multiple of it (e.g. 5 -> 8, 24 -> 32, 68 -> 128, 512 -> 512)."""
+    if rows <= ROW_BUCKET:
+        return 1 << max(rows - 1, 0).bit_length()
+    return -(-rows // ROW_BUCKET) * ROW_BUCKET
 
 
 def static_unsupported(model: PreTrainedModel) -> str | None:
@@ -163,14 +179,14 @@ class StaticKVCache(Cache):
 
 
 class StaticDecoder:
-    """The decode step of a fixed batch: ``rows`` rows over ``prompt_columns`` + ``budget`` cache columns, captured
-    as a CUDA graph on CUDA.
+    """The decode step of up to ``rows`` rows over ``prompt_columns`` + ``budget`` cache columns, captured as a CUDA
+    graph on CUDA.
 
     layers: per layer, a (keys, values) pair of the encoded prompts, (N, H_kv, T_prompt, D): the buffers take
     their dtype, heads and head width. ``compiled``: the step compiled by ``torch.compile`` (inductor fuses its
     elementwise kernels) before it is captured; compiling takes a while, once a decoder. Call :meth:`start` with a
-    batch's encoded prompts, then :meth:`step` with each drawn token. The model is held weakly (the decoders are
-    kept per model).
+    batch's encoded prompts (N <= ``rows``), then :meth:`step` with each drawn token. The model is held weakly
+    (the decoders are kept per model).
     """
 
     def __init__(
@@ -186,6 +202,7 @@ class StaticDecoder:
         columns = prompt_columns + budget
         self._model = weakref.ref(model)
         self.rows, self.prompt_columns = rows, prompt_columns
+        self.batch = rows  # the rows of the loaded batch, the first of the buffers' rows
         self.keyword = cache_keyword(model)
         keys = [torch.zeros(rows, k.shape[1], columns, k.shape[3], dtype=k.dtype, device=device) for k, _ in layers]
         values = [torch.zeros(rows, v.shape[1], columns, v.shape[3], dtype=v.dtype, device=device) for _, v in layers]
@@ -225,31 +242,48 @@ class StaticDecoder:
                 self._step()
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.logits = self._step()
+        collecting = gc.isenabled()
+        gc.disable()  # a collection here could destroy an unreachable decoder's graph mid-capture
+        try:
+            with torch.cuda.graph(self.graph):
+                self.logits = self._step()
+        finally:
+            if collecting:
+                gc.enable()
         torch.cuda.synchronize()
         self.capture_seconds = time.perf_counter() - started
 
+    def release(self) -> None:
+        """Free the graph and the buffers now (the decoder is not used again)."""
+        if self.graph is not None:
+            self.graph.reset()
+        self.graph = self.logits = None
+        self.cache.keys.clear()
+        self.cache.values.clear()
+
     def start(self, prompt_cache: DynamicCache, prompt_mask: torch.Tensor, next_position: torch.Tensor) -> None:
-        """Load a batch: the prompts' keys and values (``prompt_cache``, N rows of T_prompt columns) right-aligned in
-        the prompt columns, their mask (N, T_prompt), and each row's first response position (N, 1)."""
-        width = prompt_mask.shape[1]
+        """Load a batch into the first N rows: the prompts' keys and values (``prompt_cache``, N rows of T_prompt
+        columns) right-aligned in the prompt columns, their mask (N, T_prompt), and each row's first response
+        position (N, 1). The rows beyond see only the columns the steps write (never none, so never a 0/0)."""
+        rows, width = prompt_mask.shape
         offset = self.prompt_columns - width
         for layer, (keys, values) in enumerate(_layer_tensors(prompt_cache)):
-            self.cache.keys[layer][:, :, offset : self.prompt_columns].copy_(keys)
-            self.cache.values[layer][:, :, offset : self.prompt_columns].copy_(values)
+            self.cache.keys[layer][:rows, :, offset : self.prompt_columns].copy_(keys)
+            self.cache.values[layer][:rows, :, offset : self.prompt_columns].copy_(values)
         self.visible.zero_()
-        self.visible[:, 0, 0, offset : self.prompt_columns] = prompt_mask.bool()
+        self.visible[:rows, 0, 0, offset : self.prompt_columns] = prompt_mask.bool()
         self.cache.write_at.fill_(self.prompt_columns)
-        self.positions.copy_(next_position)
+        self.positions.zero_()
+        self.positions[:rows].copy_(next_position)
+        self.batch = rows
 
     def step(self, token: torch.Tensor) -> torch.Tensor:
         """Feed each row's drawn token (N,); the (N, V) logits of the next."""
-        self.input_ids.copy_(token.unsqueeze(-1))
+        self.input_ids[: self.batch].copy_(token.unsqueeze(-1))
         if self.graph is None:
-            return self._step()
+            return self._step()[: self.batch]
         self.graph.replay()
-        return self.logits
+        return self.logits[: self.batch]
 
 
 def _layer_tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -268,17 +302,19 @@ def decoder_for(
     prompt_cache: DynamicCache,
     compiled: bool = False,
 ) -> StaticDecoder:
-    """The kept decoder of ``model`` for this shape (compiled or not), or a new one (the least recently used beyond
-    :data:`KEPT_DECODERS` is dropped). A decoder is reused only while the weights stay where it read them."""
+    """The kept decoder of ``model`` for a batch of ``rows`` rows in this shape (compiled or not), or a new one in
+    the rows' bucket (:func:`row_bucket`; the least recently used beyond :data:`KEPT_DECODERS` is released). A
+    decoder is reused only while the weights stay where it read them."""
     layers = _layer_tensors(prompt_cache)
     prompt_columns = -(-prompt_width // PROMPT_COLUMNS) * PROMPT_COLUMNS
+    bucket = row_bucket(rows)
     weights = tuple(parameter.data_ptr() for parameter in model.parameters())
-    key = (rows, prompt_columns, budget, layers[0][0].dtype, layers[0][0].device, weights, compiled)
+    key = (bucket, prompt_columns, budget, layers[0][0].dtype, layers[0][0].device, weights, compiled)
     kept = _DECODERS.setdefault(model, OrderedDict())
     if key not in kept:
         while len(kept) >= KEPT_DECODERS:
-            kept.popitem(last=False)
-        kept[key] = StaticDecoder(model, rows, prompt_columns, budget, layers, compiled)
+            kept.popitem(last=False)[1].release()
+        kept[key] = StaticDecoder(model, bucket, prompt_columns, budget, layers, compiled)
     kept.move_to_end(key)
     return kept[key]
 

@@ -1,4 +1,5 @@
-"""The lean sampler on CUDA: greedy tokens and sampled tokens are those of ``transformers``' ``generate`` on CUDA."""
+"""The lean sampler on CUDA: greedy tokens and sampled tokens are those of ``transformers``' ``generate`` on CUDA;
+the static decoder's are the eager loop's, and its graphs survive the garbage collector."""
 
 import pytest
 import torch
@@ -78,3 +79,25 @@ def test_the_static_cuda_graph_decoder_draws_the_eager_samplers_tokens(
     assert share <= 0.1
     if share == 0:
         assert torch.equal(eager.response_ids, static.response_ids) and torch.equal(eager.truncated, static.truncated)
+
+
+def test_a_graph_collected_as_garbage_cannot_fall_into_another_capture(on_cuda, monkeypatch):
+    """A decoder left unreachable (in a reference cycle, as a bound method keeps it) is collected whenever the
+    collector runs; were that during another decoder's capture, its graph's destruction would invalidate it."""
+    import gc
+
+    from algos.engine import static_decoding
+
+    model, tokenizer, ids, mask = on_cuda
+    options = {"eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id, "greedy": True}
+    static_decoding._DECODERS.pop(model, None)
+    monkeypatch.setattr(static_decoding, "KEPT_DECODERS", 100)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at nearly every allocation of a Python object
+    try:
+        for rows in (3, 7, 13, 24):  # four buckets, four captures
+            static_decoding._DECODERS.pop(model, None)  # the last decoder unreachable, its graph not released
+            static_decoding.generate_static(model, ids[:rows], mask[:rows], 8, **options)
+            assert static_decoding.last_decoder(model).graph is not None
+    finally:
+        gc.set_threshold(*thresholds)

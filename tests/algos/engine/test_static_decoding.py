@@ -134,6 +134,29 @@ def test_decoders_are_kept_per_shape_and_prompt_widths_share_one(policy, monkeyp
         decoder_for(model, 6, ids.shape[1], budget, _encoded(model, ids, mask))
     kept = static_decoding._DECODERS[model]
     assert len(kept) == static_decoding.KEPT_DECODERS and first not in kept.values()
+    assert first.graph is None and first.cache.keys == [] and first.cache.values == []  # released when dropped
+
+
+@pytest.mark.parametrize(
+    ("rows", "bucket"), [(1, 1), (2, 2), (5, 8), (24, 32), (64, 64), (65, 128), (108, 128), (512, 512)]
+)
+def test_rows_decode_in_a_power_of_two_bucket_then_in_multiples_of_64(rows, bucket):
+    assert static_decoding.row_bucket(rows) == bucket
+
+
+def test_batches_of_one_bucket_share_a_decoder_and_the_rows_left_from_a_larger_one_change_nothing(policy):
+    model, tokenizer = policy
+    static_decoding._DECODERS.pop(model, None)
+    options = {"max_new_tokens": 20, "with_logprobs": True}
+    larger = prompts(tokenizer, 7, seed=3)
+    both_ways(model, *larger, tokenizer.eos_token_id, tokenizer.pad_token_id, **options)
+    (decoder,) = static_decoding._DECODERS[model].values()
+    assert decoder.rows == 8
+    ids, mask = prompts(tokenizer, 5, seed=4)
+    eager, static = both_ways(model, ids, mask, tokenizer.eos_token_id, tokenizer.pad_token_id, **options)[:2]
+    assert list(static_decoding._DECODERS[model].values()) == [decoder] and decoder.batch == 5
+    assert_same(eager, static)
+    torch.testing.assert_close(static.logprobs, eager.logprobs, rtol=0, atol=1e-5)
 
 
 def _encoded(model, ids, mask):
