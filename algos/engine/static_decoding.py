@@ -29,6 +29,10 @@ what they are given and are never read. The graph reads the weights where they a
 steps (in place) need no new capture. A decoder dropped from the kept ones releases its graph at
 once, and no garbage collection runs during a capture: a graph destroyed while another is being
 captured invalidates that capture.
+
+Under autocast (float32 weights, bf16 matrix products) autocast casts every matrix's weights again at
+every step; here the linear layers' weights are cast once a call instead, into copies the steps read
+(:func:`matmul_weights_cast_once`): the same bf16 values, so the same products bit for bit.
 """
 
 from __future__ import annotations
@@ -286,6 +290,39 @@ class StaticDecoder:
         return self.logits[: self.batch]
 
 
+_CAST_WEIGHTS: weakref.WeakKeyDictionary[PreTrainedModel, tuple[tuple, dict[torch.nn.Linear, torch.nn.Parameter]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@contextlib.contextmanager
+def matmul_weights_cast_once(model: PreTrainedModel, dtype: torch.dtype) -> Iterator[None]:
+    """Inside the block every linear layer of ``model`` whose weight is not in ``dtype`` reads a copy cast to
+    ``dtype`` (refreshed on entry, kept per model at the same addresses); its own weight is put back after.
+
+    Meant for ``dtype`` = the autocast dtype the model's products run in: autocast casts a weight to it at every
+    call, and casts a weight already in it not at all, so the products are the same bit for bit.
+    """
+    layers = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.weight.dtype != dtype]
+    if not layers:
+        yield
+        return
+    sources = tuple(layer.weight.data_ptr() for layer in layers)
+    kept = _CAST_WEIGHTS.get(model)
+    if kept is None or kept[0] != sources:
+        copies = {layer: torch.nn.Parameter(layer.weight.detach().to(dtype), requires_grad=False) for layer in layers}
+        _CAST_WEIGHTS[model] = kept = (sources, copies)
+    own = {layer: layer.weight for layer in layers}
+    try:
+        for layer, copy in kept[1].items():
+            copy.data.copy_(own[layer].detach())
+            layer._parameters["weight"] = copy
+        yield
+    finally:
+        for layer, weight in own.items():
+            layer._parameters["weight"] = weight
+
+
 def _layer_tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Each layer's (keys, values) of a filled dynamic cache, (N, H_kv, T, D) each."""
     return [(layer.keys, layer.values) for layer in cache.layers]
@@ -344,52 +381,56 @@ def generate_static(
     """:func:`~algos.engine.generation.generate`'s responses (one process), decoded into a static cache.
 
     prompt_ids, prompt_mask: (N, T_prompt), left-padded; the other arguments are ``generate``'s; ``compiled``: the
-    decode step compiled by ``torch.compile`` (:class:`StaticDecoder`). Every row stays in the batch to the end; whether all have ended is looked at every ``end_check_every`` steps, and
-    the steps drawn after the batch ended are taken back (their columns and their random draws).
+    decode step compiled by ``torch.compile`` (:class:`StaticDecoder`). Every row stays in the batch to the end;
+    whether all have ended is looked at every ``end_check_every`` steps, and the steps drawn after the batch ended
+    are taken back (their columns and their random draws). Under autocast the linear layers read their weights cast
+    once (:func:`matmul_weights_cast_once`).
     """
     rows, width = prompt_ids.shape
     device = prompt_ids.device
     prompt_cache = DynamicCache(config=model.config)
     logits = encode_prompts_once(model, prompt_ids, prompt_mask, prompt_cache)  # (N, V)
-    decoder = decoder_for(model, rows, width, max_new_tokens, prompt_cache, compiled)
-    decoder.start(prompt_cache, prompt_mask, position_ids(prompt_mask)[:, -1:] + 1)
-    del prompt_cache
-    tokens = torch.full((rows, max_new_tokens), pad_token_id, dtype=torch.long, device=device)
-    alive = torch.zeros(rows, max_new_tokens, dtype=torch.bool, device=device)
-    logprobs = torch.zeros(rows, max_new_tokens, device=device, dtype=torch.float32) if with_logprobs else None
-    finished = torch.zeros(rows, dtype=torch.bool, device=device)
-    ended_at = torch.full((rows,), max_new_tokens, dtype=torch.long, device=device)  # the step each row ended at
-    end_ids = torch.as_tensor(eos_token_id, device=device).reshape(-1)  # (E,)
-    drawing = generator is not None and not greedy
-    states, first_state = [], 0  # the generator's state after each step since the last look, from step first_state
-    for step in range(max_new_tokens):
-        token = logits.argmax(dim=-1) if greedy else sample_tokens(logits, temperature, top_p, generator)
-        token = token.masked_fill(finished, pad_token_id)
-        tokens[:, step] = token
-        alive[:, step] = ~finished
-        if with_logprobs:
-            logprobs[:, step] = token_logprobs(logits / temperature, token).masked_fill(finished, 0.0)
-        ended = ~finished & torch.isin(token, end_ids)
-        ended_at.masked_fill_(ended, step)
-        finished |= ended
-        if drawing:
-            states.append(generator.get_state())
-        last = step == max_new_tokens - 1
-        if last or (step + 1) % end_check_every == 0:
-            if last or bool(finished.all()):
-                break
-            states, first_state = [], step + 1
+    products = _layer_tensors(prompt_cache)[0][0].dtype  # the keys come out of the products in their dtype
+    with matmul_weights_cast_once(model, products):
+        decoder = decoder_for(model, rows, width, max_new_tokens, prompt_cache, compiled)
+        decoder.start(prompt_cache, prompt_mask, position_ids(prompt_mask)[:, -1:] + 1)
+        del prompt_cache
+        tokens = torch.full((rows, max_new_tokens), pad_token_id, dtype=torch.long, device=device)
+        alive = torch.zeros(rows, max_new_tokens, dtype=torch.bool, device=device)
+        logprobs = torch.zeros(rows, max_new_tokens, device=device, dtype=torch.float32) if with_logprobs else None
+        finished = torch.zeros(rows, dtype=torch.bool, device=device)
+        ended_at = torch.full((rows,), max_new_tokens, dtype=torch.long, device=device)  # each row's last step
+        end_ids = torch.as_tensor(eos_token_id, device=device).reshape(-1)  # (E,)
+        drawing = generator is not None and not greedy
+        states, first_state = [], 0  # the generator's state after each step since the last look (from first_state)
+        for step in range(max_new_tokens):
+            token = logits.argmax(dim=-1) if greedy else sample_tokens(logits, temperature, top_p, generator)
+            token = token.masked_fill(finished, pad_token_id)
+            tokens[:, step] = token
+            alive[:, step] = ~finished
+            if with_logprobs:
+                logprobs[:, step] = token_logprobs(logits / temperature, token).masked_fill(finished, 0.0)
+            ended = ~finished & torch.isin(token, end_ids)
+            ended_at.masked_fill_(ended, step)
+            finished |= ended
+            if drawing:
+                states.append(generator.get_state())
+            last = step == max_new_tokens - 1
+            if last or (step + 1) % end_check_every == 0:
+                if last or bool(finished.all()):
+                    break
+                states, first_state = [], step + 1
+            if on_step is not None:
+                on_step(1)
+            logits = decoder.step(token)
+        steps = int(ended_at.max()) + 1 if bool(finished.all()) else max_new_tokens
         if on_step is not None:
-            on_step(1)
-        logits = decoder.step(token)
-    steps = int(ended_at.max()) + 1 if bool(finished.all()) else max_new_tokens
-    if on_step is not None:
-        on_step(max_new_tokens - step)
-    if drawing and steps - 1 < step:
-        generator.set_state(states[steps - 1 - first_state])
-    return Generation(
-        response_ids=tokens[:, :steps],
-        response_mask=alive[:, :steps].long(),
-        truncated=~finished,
-        logprobs=logprobs[:, :steps] if with_logprobs else None,
-    )
+            on_step(max_new_tokens - step)
+        if drawing and steps - 1 < step:
+            generator.set_state(states[steps - 1 - first_state])
+        return Generation(
+            response_ids=tokens[:, :steps],
+            response_mask=alive[:, :steps].long(),
+            truncated=~finished,
+            logprobs=logprobs[:, :steps] if with_logprobs else None,
+        )

@@ -231,3 +231,46 @@ def test_the_compiled_step_draws_the_same_tokens(tiny_base):
         torch.testing.assert_close(compiled.logprobs, eager.logprobs, rtol=0, atol=1e-5)
         assert torch.equal(eager_draws.get_state(), compiled_draws.get_state())
     assert resolve_engine("compiled", model, processes=1) == "compiled"
+
+
+def test_weights_cast_once_give_autocasts_products_bit_for_bit(policy):
+    model, tokenizer = policy
+    ids, mask = prompts(tokenizer, 4)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        autocast_cast = model(input_ids=ids, attention_mask=mask).logits
+        with static_decoding.matmul_weights_cast_once(model, torch.bfloat16):
+            assert model.lm_head.weight.dtype == torch.bfloat16
+            assert model.model.embed_tokens.weight.dtype == torch.float32  # the tied embedding keeps its own
+            cast_once = model(input_ids=ids, attention_mask=mask).logits
+    assert torch.equal(cast_once, autocast_cast)
+    assert all(parameter.dtype == torch.float32 for parameter in model.parameters())  # put back
+
+
+def test_under_autocast_decoding_with_weights_cast_once_draws_what_it_draws_with_autocasts_casts(policy, monkeypatch):
+    import contextlib
+
+    model, tokenizer = policy
+    ids, mask = prompts(tokenizer, 6, seed=2)
+
+    def decoded():
+        static_decoding._DECODERS.pop(model, None)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return generate_static(
+                model,
+                ids,
+                mask,
+                24,
+                tokenizer.eos_token_id,
+                tokenizer.pad_token_id,
+                generator=torch.Generator().manual_seed(3),
+                with_logprobs=True,
+            )
+
+    cast_once = decoded()
+    kept = static_decoding._CAST_WEIGHTS[model][1]
+    assert kept and all(copy.dtype == torch.bfloat16 for copy in kept.values())
+    assert all(parameter.dtype == torch.float32 for parameter in model.parameters())
+    monkeypatch.setattr(static_decoding, "matmul_weights_cast_once", lambda *args: contextlib.nullcontext())
+    cast_every_step = decoded()
+    assert torch.equal(cast_once.response_ids, cast_every_step.response_ids)
+    assert torch.equal(cast_once.logprobs, cast_every_step.logprobs)
