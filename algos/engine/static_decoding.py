@@ -71,12 +71,16 @@ DECODE_ATTENTION = "static_decode"
 """The name :func:`grouped_decode_attention` is registered under with transformers' attention functions."""
 
 
+def _rounded_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
 def row_bucket(rows: int) -> int:
     """The decoder rows a batch of ``rows`` rows decodes in: the next power of two up to :data:`ROW_BUCKET`, else
     the next multiple of it (e.g. 5 -> 8, 24 -> 32, 68 -> 128, 512 -> 512)."""
     if rows <= ROW_BUCKET:
         return 1 << max(rows - 1, 0).bit_length()
-    return -(-rows // ROW_BUCKET) * ROW_BUCKET
+    return _rounded_up(rows, ROW_BUCKET)
 
 
 def static_unsupported(model: PreTrainedModel) -> str | None:
@@ -343,7 +347,7 @@ def decoder_for(
     the rows' bucket (:func:`row_bucket`; the least recently used beyond :data:`KEPT_DECODERS` is released). A
     decoder is reused only while the weights stay where it read them."""
     layers = _layer_tensors(prompt_cache)
-    prompt_columns = -(-prompt_width // PROMPT_COLUMNS) * PROMPT_COLUMNS
+    prompt_columns = _rounded_up(prompt_width, PROMPT_COLUMNS)
     bucket = row_bucket(rows)
     weights = tuple(parameter.data_ptr() for parameter in model.parameters())
     key = (bucket, prompt_columns, budget, layers[0][0].dtype, layers[0][0].device, weights, compiled)
