@@ -88,11 +88,14 @@ class Cgroup:
         return found
 
     def out_of_memory(self) -> bool:
-        """Whether the memory cap was hit at least once."""
+        """Whether the memory cap was hit at least once, or the kernel killed a member for it."""
         try:
-            return int((self.directories[0] / "memory.failcnt").read_text()) > 0
+            failures = int((self.directories[0] / "memory.failcnt").read_text())
+            control = (self.directories[0] / "memory.oom_control").read_text().split()
         except OSError:
             return False
+        kills = dict(zip(control[::2], control[1::2], strict=False)).get("oom_kill", "0")
+        return failures > 0 or int(kills) > 0
 
     def kill(self, timeout_s: float = 5.0) -> None:
         """SIGKILL every member until none is left (members may fork while they are being killed)."""

@@ -19,6 +19,14 @@ anything is judged.
 
 Isolation (:func:`detect_isolation`), strongest available:
 
+- ``gvisor`` (the ``runsc`` command, from the distribution's ``runsc`` package; :mod:`eval.sandbox.gvisor`): the
+  program's every call answered by a kernel of the sandbox's own, started for one grading and gone with it, so no
+  kernel state (inode numbers, the page cache of what it reads, dentries, counters) carries from one grading to the
+  next; the view below, read-only, as its files; no network device; the program as uid and gid 65534 with no
+  capabilities, the worker's limits counted by that kernel (RLIMIT_CPU excepted: there the deadline stops it).
+  With a cgroup, the sandbox's kernel and everything it runs are in it (memory and tasks, with room for the
+  kernel's own) and /tmp is a size-capped file system in its memory; without one, one process and a read-only /tmp,
+  as below. The host's kernel sees only ``runsc``'s own calls, under gVisor's own seccomp filter.
 - ``bubblewrap`` (the ``bwrap`` command, from the distribution's ``bubblewrap`` package): new PID,
   network, IPC and UTS namespaces and a private mount namespace holding no host folder: only the
   interpreter's files, read-only (:mod:`eval.sandbox.view`: the interpreter, its libraries and
@@ -39,12 +47,12 @@ Isolation (:func:`detect_isolation`), strongest available:
   tree, and /tmp is a size-capped file system in memory. Without one the program is a single
   process with a single thread (:data:`SINGLE_PROCESS`), so its memory cap is the tree's, and /tmp
   is read-only: a file system in memory would hold its inodes in kernel memory outside every limit.
-- ``process``, the fallback when bubblewrap is missing or cannot run here
+- ``process``, the fallback when neither is installed or cannot run here
   (:mod:`eval.sandbox.process_sandbox`): resource limits, a network namespace where allowed, ``nobody``
   under root, and a Python-level guard that a determined program can get around. Grading a
   training run's code with it needs an explicit opt-in (:func:`require_strong_isolation`).
 
-Both also apply per-process limits (address space, CPU seconds, file size, open files, no core
+All apply per-process limits (address space, CPU seconds, file size, open files, no core
 dumps), start from an empty environment, and kill the whole tree when the grader is done or the
 deadline passes. Linux only.
 """
@@ -71,8 +79,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from eval.sandbox import cgroup, plain_data, seccomp
-from eval.sandbox.view import ViewError, interpreter_view
+from eval.sandbox import cgroup, gvisor, plain_data, seccomp
+from eval.sandbox.view import ViewError, interpreter_view, memory_folder
 
 STATUSES = ("passed", "failed", "timeout", "crashed", "error")
 """passed: the grader's test ran to its end. failed: it raised (a failed assertion, a wrong value
@@ -80,12 +88,21 @@ the test could not handle, a call into the program that raised or returned somet
 plain data, a program that did not load or that exited). timeout: over the wall-clock or CPU
 limit. crashed: the program was killed by a signal (the cgroup's out-of-memory kill included).
 error: the sandbox could not run, or the tests themselves do not compile."""
-ISOLATIONS = ("bubblewrap", "process")
+ISOLATIONS = ("gvisor", "bubblewrap", "process")
+STRONG_ISOLATIONS = ("gvisor", "bubblewrap")
+"""Where the OS, not a Python guard, keeps the program in, strongest first."""
+SANDBOX_VARIABLE = "RL_SANDBOX"
+"""The environment variable that picks a strong isolation instead of the strongest (bubblewrap grades faster)."""
 UNPRIVILEGED_ID = 65534
 """uid and gid the program runs as under a root grader: ``nobody`` and ``nogroup`` on Linux."""
 WORKER_DIR = Path(__file__).resolve().parent
 WORKER_FILES = ("sandbox_worker.py", "plain_data.py")
 """The program side, bound read-only into the sandbox at /sandbox."""
+SECCOMP_FILE = "/sandbox/seccomp.bpf"
+"""Where a gVisor sandbox's worker finds the seccomp filter, which it loads before anything else (bubblewrap loads
+the filter itself)."""
+WORKER_FLAGS = ("-S", "-E", "-s", "-B", "/sandbox/sandbox_worker.py")
+"""How the sandbox's init starts: no site, no environment, no user site, no bytecode written, then the worker."""
 TEARDOWN_S = 5.0
 """How long the grader waits for a killed sandbox to be gone."""
 MAX_DETAIL_CHARS = 8000
@@ -159,7 +176,7 @@ class Isolation:
     @property
     def strong(self) -> bool:
         """Whether the OS, not a Python guard, keeps the program in."""
-        return self.kind == "bubblewrap"
+        return self.kind in STRONG_ISOLATIONS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,29 +213,59 @@ class WeakIsolationError(RuntimeError):
 
 @functools.cache
 def detect_isolation() -> Isolation:
-    """The strongest isolation that works here: bubblewrap when ``bwrap`` is installed and starts a
-    sandbox (tried once per process), else the fallback, with the reason."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return _fallback("bubblewrap is not installed (the `bwrap` command; Debian/Ubuntu package `bubblewrap`)")
+    """The strongest isolation that works here (tried once per process): gVisor when ``runsc`` is installed and
+    starts a sandbox, else bubblewrap when ``bwrap`` does, else the fallback, with the reasons. ``$RL_SANDBOX``
+    (one of STRONG_ISOLATIONS) asks for one instead: SandboxError where it is unknown or cannot start here."""
+    wanted = os.environ.get(SANDBOX_VARIABLE, "")
+    if wanted:
+        if wanted not in STRONG_ISOLATIONS:
+            choices = ", ".join(STRONG_ISOLATIONS)
+            raise SandboxError(f"{SANDBOX_VARIABLE}={wanted!r} is no sandbox; choose {choices}, or unset it")
+        isolation = strong_isolation(wanted)
+        if isinstance(isolation, str):
+            raise SandboxError(f"{SANDBOX_VARIABLE}={wanted}: {isolation}")
+        return isolation
+    reasons = []
+    for kind in STRONG_ISOLATIONS:
+        isolation = strong_isolation(kind)
+        if isinstance(isolation, Isolation):
+            return isolation
+        reasons.append(isolation)
+    return _fallback("; ".join(reasons))
+
+
+@functools.cache
+def strong_isolation(kind: str) -> Isolation | str:
+    """The isolation ``kind`` (one of STRONG_ISOLATIONS) when it starts a sandbox here, else why not."""
+    if kind not in STRONG_ISOLATIONS:
+        raise ValueError(f"unknown strong isolation {kind!r}; choose from {', '.join(STRONG_ISOLATIONS)}")
+    command, package = {"gvisor": ("runsc", "runsc"), "bubblewrap": ("bwrap", "bubblewrap")}[kind]
+    path = shutil.which(command)
+    if path is None:
+        return f"{kind} is not installed (the `{command}` command; Debian/Ubuntu package `{package}`)"
+    if kind == "gvisor" and memory_folder(0) is None:
+        return "gvisor needs an in-memory folder for its bundles (/dev/shm or $XDG_RUNTIME_DIR) and none is writable"
     cgroups = cgroup.unavailable_reason() is None  # root's, or a group delegated to this user
-    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
     caps = (
         "a cgroup caps memory and processes for the whole tree; private size-capped /tmp"
         if cgroups
         else "no cgroup: one process and one thread, so the memory cap (RLIMIT_AS) holds for the tree; /tmp read-only"
     )
-    user = (
-        f"uid {UNPRIVILEGED_ID} without capabilities" if os.geteuid() == 0 else "the grader's user in a user namespace"
-    )
-    candidate = Isolation(
-        "bubblewrap",
-        f"{version or 'bubblewrap'}: PID, network, IPC, UTS and mount namespaces, read-only interpreter, "
-        f"{_seccomp_state()}, {user}; {caps}",
-        cgroups,
-    )
+    if kind == "gvisor":
+        what = f"{gvisor.runsc_version(path) or 'runsc'}: a kernel of its own per sandbox (rootless: the grader's user "
+        what += f"in a user namespace), no network, read-only interpreter, uid {UNPRIVILEGED_ID} without capabilities"
+    else:
+        version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout.strip()
+        user = (
+            f"uid {UNPRIVILEGED_ID} without capabilities"
+            if os.geteuid() == 0
+            else "the grader's user in a user namespace"
+        )
+        what = f"{version or 'bubblewrap'}: PID, network, IPC, UTS and mount namespaces, read-only interpreter, "
+        what += f"{_seccomp_state()}, {user}"
+    candidate = Isolation(kind, f"{what}; {caps}", cgroups)
     probe = _probe(candidate)
-    return candidate if probe is None else _fallback(f"bubblewrap cannot start a sandbox here: {probe}")
+    return candidate if probe is None else f"{kind} cannot start a sandbox here: {probe}"
 
 
 def _seccomp_state() -> str:
@@ -249,7 +296,7 @@ def require_strong_isolation(allow_fallback: bool) -> Isolation:
     if not isolation.strong and not allow_fallback:
         raise WeakIsolationError(
             f"refusing to run a training run's generated code without OS isolation: {isolation.description}. "
-            "Install bubblewrap, or pass allow_weak_sandbox=True to accept the fallback sandbox."
+            "Install gVisor (runsc) or bubblewrap, or pass allow_weak_sandbox=True to accept the fallback sandbox."
         )
     return isolation
 
@@ -426,6 +473,7 @@ class Sandbox:
         self._stderr: BinaryIO = tempfile.TemporaryFile()
         self._workdir: str | None = None
         self._cgroup: cgroup.Cgroup | None = None
+        self._bundle: gvisor.Bundle | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._init: int | None = None
         try:
@@ -503,8 +551,9 @@ class Sandbox:
 
         Under bubblewrap, killing the sandbox's init (its PID namespace's process 1) makes the kernel
         kill everything in the namespace, and bubblewrap, its parent, then reaps it and exits: killing
-        bubblewrap first would orphan the init to a system init that may never reap it. The fallback's
-        supervisor cleans up after its worker once the closed pipes end it, and is killed if it overruns.
+        bubblewrap first would orphan the init to a system init that may never reap it. Under gVisor, ending
+        ``runsc`` ends the sandbox's kernel and file server, which the kernel signals when their parent dies. The
+        fallback's supervisor cleans up after its worker once the closed pipes end it, and is killed if it overruns.
         """
         process, self._process = self._process, None
         if process is not None:
@@ -514,6 +563,8 @@ class Sandbox:
             if self._init is not None:
                 _kill_pidfd(self._init)
                 patience = TEARDOWN_S
+            elif self._bundle is not None:  # the worker ends at once on its closed channel unless the deadline passed
+                patience = max(0.0, self.deadline - time.monotonic())
             else:
                 patience = max(0.0, self.deadline - time.monotonic()) + EXIT_GRACE_S
             try:
@@ -532,21 +583,28 @@ class Sandbox:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
+        if self._bundle is not None:
+            self._bundle.remove()
+            self._bundle = None
 
     # Starting.
 
     def _start(self) -> subprocess.Popen[bytes]:
-        if self.isolation.kind == "bubblewrap":
+        kind = self.isolation.kind
+        if kind in STRONG_ISOLATIONS:
             try:
                 interpreter_view().ensure_intact()
-                command, cwd = self._bubblewrap_command(), "/"
+                command, cwd = (self._gvisor_command() if kind == "gvisor" else self._bubblewrap_command()), "/"
                 interpreter_view().make_resident()
             except (ViewError, OSError) as error:
                 raise SandboxError(f"could not gather the sandbox's files: {error}") from error
         else:
             command, cwd = self._process_command(), self._make_workdir()
         if self.isolation.cgroups:
-            self._cgroup = cgroup.Cgroup.create(self.limits.memory_mb * 2**20, self.limits.max_processes)
+            memory_mb, tasks = self.limits.memory_mb, self.limits.max_processes
+            if self._bundle is not None:
+                memory_mb, tasks = memory_mb + gvisor.KERNEL_MB, self._bundle.host_tasks(tasks)
+            self._cgroup = cgroup.Cgroup.create(memory_mb * 2**20, tasks)
         passed: list[int] = []
         info_read = None
         if self.isolation.kind == "bubblewrap":
@@ -601,6 +659,25 @@ class Sandbox:
         """The limits for the sandbox's side, ``processes`` its RLIMIT_NPROC (None: unset)."""
         return json.dumps({**dataclasses.asdict(self.limits), "processes": processes})
 
+    def _gvisor_command(self) -> list[str]:
+        """``runsc`` running a new bundle whose init is the worker, as root of the sandbox's own kernel, which then
+        drops to the program's user; RLIMIT_NPROC counted there."""
+        parent = memory_folder(0)
+        if parent is None:
+            raise SandboxError("no in-memory folder (/dev/shm or $XDG_RUNTIME_DIR) for the sandbox's bundle")
+        view = interpreter_view()
+        tree = self.limits.max_processes if self.isolation.cgroups else SINGLE_PROCESS
+        # The sandbox's kernel counts the tasks the program starts, not its init and its own process.
+        processes = max(0, tree - SINGLE_PROCESS)
+        worker = [view.interpreter, *WORKER_FLAGS, self._worker_limits(processes), str(UNPRIVILEGED_ID)]
+        files = [(str(WORKER_DIR / name), f"/sandbox/{name}") for name in WORKER_FILES]
+        tmp_bytes = self.limits.max_file_bytes if self.isolation.cgroups else None
+        rules = seccomp.filter_for_this_machine()
+        data = {} if rules is None else {SECCOMP_FILE: rules}
+        worker += [] if rules is None else [SECCOMP_FILE]
+        self._bundle = gvisor.make_bundle(parent, view, files, worker, tmp_bytes, data)
+        return self._bundle.command(shutil.which("runsc") or "runsc")
+
     def _bubblewrap_command(self) -> list[str]:
         root = os.geteuid() == 0
         view = interpreter_view()
@@ -626,12 +703,11 @@ class Sandbox:
         # Everything but a capped /tmp read-only: as a user, bubblewrap's root and /dev would be the program's to fill.
         command += ["--remount-ro", "/dev", "--remount-ro", "/"]
         command += ["--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
-        worker = ["-S", "-E", "-s", "-B", "/sandbox/sandbox_worker.py"]
         processes = None if self.isolation.cgroups else SINGLE_PROCESS
         return [
             *command,
             view.interpreter,
-            *worker,
+            *WORKER_FLAGS,
             self._worker_limits(processes),
             str(UNPRIVILEGED_ID if root else -1),
         ]
@@ -737,9 +813,12 @@ class Sandbox:
         tail = self.stderr_tail()
         if signal_number in (signal.SIGXCPU, signal.SIGALRM):
             return ProgramTimedOut(f"out of CPU time while {doing}\n{tail}")
+        memory_hit = self._cgroup is not None and self._cgroup.out_of_memory()
+        memory = " (the memory cap was hit)" if memory_hit else ""
         if signal_number:
-            memory = " (the memory cap was hit)" if self._cgroup is not None and self._cgroup.out_of_memory() else ""
             return ProgramCrashed(f"killed by {_signal_name(signal_number)}{memory} while {doing}\n{tail}")
+        if memory_hit and self.isolation.kind == "gvisor":  # the host's kill may end the sandbox's kernel itself
+            return ProgramCrashed(f"ended with status {code}{memory} while {doing}\n{tail}")
         return ProgramFailed(f"the program exited with status {code} while {doing}\n{tail}")
 
 

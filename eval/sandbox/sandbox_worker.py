@@ -14,9 +14,9 @@ Nothing here decides pass or fail: the grader compares the values it receives, s
 forges a reply has only chosen a return value. Before the program runs, the channel moves to
 private descriptors and stdin/stdout point at /dev/null, so its prints cannot break the framing.
 
-Run as the sandbox's init, ``python -S -E -s -B sandbox_worker.py LIMITS_JSON DROP_TO_UID``
-(DROP_TO_UID -1: keep the current user; see :func:`main`). :mod:`eval.sandbox.process_sandbox` imports
-:func:`serve` for the fallback sandbox.
+Run as the sandbox's init, ``python -S -E -s -B sandbox_worker.py LIMITS_JSON DROP_TO_UID [FILTER]``
+(DROP_TO_UID -1: keep the current user; FILTER, a seccomp filter's file to load first; see :func:`main`).
+:mod:`eval.sandbox.process_sandbox` imports :func:`serve` for the fallback sandbox.
 """
 
 from __future__ import annotations
@@ -169,6 +169,28 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def load_filter(path: str) -> None:
+    """Load the seccomp filter (a classic BPF program, 8 bytes an instruction) in ``path`` for this process and every
+    one it starts, with no new privileges from then on; exit 2 if either is refused."""
+    import ctypes
+
+    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    with open(path, "rb") as file:
+        program = file.read()
+    instructions = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(instructions))
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    if (
+        prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0
+        or prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) != 0
+    ):
+        os._exit(2)
+
+
 def not_dumpable() -> None:
     """Make this process and the ones it forks non-dumpable: a process of the same user can then neither
     open its /proc/PID/mem nor attach to it (a change of user has the same effect; this covers the rest)."""
@@ -180,9 +202,14 @@ def not_dumpable() -> None:
 
 
 def main(argv: list[str]) -> NoReturn:
-    """The sandbox's init (PID 1 of its namespace): made non-dumpable and limited as the program will be,
-    fork the server, drop both to the program's user, then reap every process orphaned to init until
-    the server ends, and end the same way.
+    """The sandbox's init (PID 1 of its namespace): under the seccomp filter where it is to load it (gVisor's
+    sandbox; bubblewrap loads it before), made non-dumpable and limited as the program will be, fork the
+    server, drop both to the program's user, then reap every process orphaned to init until the server
+    ends, and end the same way.
+
+    The server sets RLIMIT_NPROC once forked: Linux counts the processes of the user it drops to (init's
+    and its own included), gVisor's kernel those that user's processes start, and either kernel would
+    count init's fork against a limit set before it.
 
     Init ending makes the kernel kill whatever else is left in the namespace. Ending as the server
     did (its status, or 128 + the signal that killed it) lets bubblewrap, which waits for init,
@@ -191,11 +218,17 @@ def main(argv: list[str]) -> NoReturn:
     inside its namespace that it does not handle, which would hide a crash.
     """
     limits, drop_to = json.loads(argv[1]), int(argv[2])
+    if len(argv) > 3:
+        load_filter(argv[3])
     requests, replies = private_channel()
     not_dumpable()
-    apply_limits(limits, limits["processes"])  # a root init's fork is exempt from RLIMIT_NPROC; it then drops too
+    apply_limits(limits, None)
     server = os.fork()
     if server == 0:
+        if limits["processes"] is not None:
+            ceiling = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+            processes = _at_most(limits["processes"], ceiling)
+            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
         if drop_to >= 0:
             drop_privileges(drop_to)
         serve(requests, replies)

@@ -247,7 +247,7 @@ def _memory_copy(files: list[tuple[str, str]], stdlib: str) -> str | None:
         status = os.stat(path)
         key.update(f"{path}\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
     needed = sum(os.path.getsize(source) for source, _ in files) * 2 + SPARE_BYTES
-    parent = _memory_folder(needed)
+    parent = memory_folder(needed)
     if parent is None:
         return None
     stem = f"{COPY_PREFIX}{os.geteuid()}-{hashlib.sha256(stdlib.encode()).hexdigest()[:8]}-"
@@ -262,7 +262,7 @@ def _memory_copy(files: list[tuple[str, str]], stdlib: str) -> str | None:
     return copy
 
 
-def _memory_folder(needed: int) -> str | None:
+def memory_folder(needed: int) -> str | None:
     """The first candidate folder on an in-memory file system (tmpfs) with ``needed`` bytes free."""
     mounts = {}
     with open("/proc/self/mounts") as table:

@@ -130,4 +130,7 @@ def test_training_verifier_refuses_the_fallback_unless_allowed(problems, monkeyp
 
 
 def test_protocol_names_the_isolation(strong_isolation):
-    assert SUITES["humaneval"].sandbox() == {"isolation": "bubblewrap", "description": strong_isolation.description}
+    assert SUITES["humaneval"].sandbox() == {
+        "isolation": strong_isolation.kind,
+        "description": strong_isolation.description,
+    }

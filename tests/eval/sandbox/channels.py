@@ -213,8 +213,8 @@ def _inode():
     return number
 
 
-def write(message):
-    for cpu in sorted(os.sched_getaffinity(0)):
+def write(message, cpus=None):
+    for cpu in sorted(os.sched_getaffinity(0))[:cpus]:
         os.sched_setaffinity(0, {{cpu}})
         while _inode() % {INODE_MODULUS} != message:
             pass
@@ -227,44 +227,59 @@ def read():
         found.append(_inode() % {INODE_MODULUS})
     return found
 """
-"""Writer and reader of the channel the sandbox leaves open: the kernel numbers the inodes of pipes and of /proc
-entries from one counter per CPU that never goes back, so a program can advance it to a chosen value and the next
-read where it stands."""
+"""Writer and reader of the channel a sandbox on the host's kernel leaves open (bubblewrap's): the kernel numbers the
+inodes of pipes and of /proc entries from one counter per CPU that never goes back, so a program can advance it to a
+chosen value and the next read where it stands. gVisor's sandboxes each have a counter of their own."""
 
 
-def inode_counter_capacity(trials: int) -> dict[str, float]:
-    """The inode-counter channel measured: ``trials`` random messages written in one sandbox and read in the next;
-    per CPU, the entropy of the offset (read - written) over the trials; the capacity estimated as the counter bits
-    the writer sets less the smallest of those entropies (a plug-in estimate: few trials make it high)."""
+def inode_counter_capacity(trials: int, isolation: str) -> dict[str, float]:
+    """The inode-counter channel measured under ``isolation`` (a strong one): ``trials`` random messages, each
+    written in one sandbox and read in the next. Per CPU, the entropy of what the reader read and of the offset
+    (read - written). Where the reads vary, the reader learns the counter's bits less the offset's entropy (a
+    plug-in estimate, high with few trials); where every read is the same whatever was written, it learns nothing
+    (I(M; R) <= H(R) = 0). The capacity is the best CPU's."""
     import collections
     import math
     import random
 
-    from eval.sandbox.host import Sandbox, SandboxLimits
+    from eval.sandbox.host import ProgramTimedOut, Sandbox, SandboxLimits, strong_isolation
 
-    limits = SandboxLimits(timeout_s=30.0)
-    offsets: list[list[int]] = []
+    kind = strong_isolation(isolation)
+    if isinstance(kind, str):
+        raise SystemExit(kind)
+    limits = SandboxLimits(timeout_s=10.0)
+    reads: list[list[int]] = []
+    messages: list[int] = []
     for _ in range(trials):
-        message = random.randrange(INODE_MODULUS)
-        with Sandbox(INODE_WRITER, limits) as sandbox:
-            sandbox.call("write", message)
-        with Sandbox(INODE_WRITER, limits) as sandbox:
-            offsets.append([(value - message) % INODE_MODULUS for value in sandbox.call("read")])
+        messages.append(random.randrange(INODE_MODULUS))
+        try:
+            with Sandbox(INODE_WRITER, limits, kind) as sandbox:
+                sandbox.call("write", messages[-1])
+        except ProgramTimedOut:
+            pass  # gVisor's one counter may need a wrap for a second CPU: the writer moved it all the same
+        with Sandbox(INODE_WRITER, limits, kind) as sandbox:
+            reads.append(sandbox.call("read"))
 
     def entropy(values: list[int]) -> float:
         counts = collections.Counter(values)
-        return -sum(n / len(values) * math.log2(n / len(values)) for n in counts.values())
+        return -sum(n / len(values) * math.log2(n / len(values)) for n in counts.values()) + 0.0
 
-    per_cpu = [entropy([row[cpu] for row in offsets]) for cpu in range(len(offsets[0]))]
+    counter_bits = math.log2(INODE_MODULUS)
+    per_cpu = []
+    for cpu in range(len(reads[0])):
+        read = [row[cpu] for row in reads]
+        offsets = [(value - message) % INODE_MODULUS for value, message in zip(read, messages, strict=True)]
+        read_entropy = entropy(read)
+        per_cpu.append((counter_bits - entropy(offsets) if read_entropy > 0 else 0.0, read_entropy, entropy(offsets)))
+    best = max(per_cpu)
     return {
+        "isolation": isolation,
         "trials": trials,
-        "counter_bits": math.log2(INODE_MODULUS),
-        "offset_entropy_bits": min(per_cpu),
-        "capacity_bits_per_grading": math.log2(INODE_MODULUS) - min(per_cpu),
-        "most_common_offset_share": max(
-            collections.Counter(row[cpu] for row in offsets).most_common(1)[0][1] / trials
-            for cpu in range(len(per_cpu))
-        ),
+        "counter_bits": counter_bits,
+        "read_entropy_bits": best[1],
+        "offset_entropy_bits": best[2],
+        "capacity_bits_per_grading": best[0],
+        "first_reads": reads[:3],
     }
 
 
@@ -275,8 +290,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Channels between gradings, measured from outside.")
     parser.add_argument("what", choices=["flood", "inode-counter"])
     parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--isolation", choices=["gvisor", "bubblewrap"], default="gvisor")
     arguments = parser.parse_args()
     if arguments.what == "flood":  # for a grader of another user too
         print(graded_flood_growth())
     else:
-        print(json.dumps(inode_counter_capacity(arguments.trials)))
+        print(json.dumps(inode_counter_capacity(arguments.trials, arguments.isolation)))

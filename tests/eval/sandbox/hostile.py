@@ -32,7 +32,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from eval.benchmarks.humaneval import load_humaneval, run_humaneval
-from eval.sandbox.host import UNPRIVILEGED_ID, Isolation, SandboxLimits, SandboxResult, detect_isolation
+from eval.sandbox.host import (
+    STRONG_ISOLATIONS,
+    UNPRIVILEGED_ID,
+    Isolation,
+    SandboxLimits,
+    SandboxResult,
+    detect_isolation,
+    strong_isolation,
+)
 from eval.sandbox.seccomp import SYSCALL_NUMBERS
 from tests.eval.sandbox import channels
 
@@ -935,8 +943,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=Path.home(), help="where to put the bait (default: home)")
     parser.add_argument("--json", type=Path, help="also write what escaped here (every list empty: all contained)")
+    parser.add_argument(
+        "--isolation", choices=STRONG_ISOLATIONS, help="grade under this isolation (default: the strongest here)"
+    )
     args = parser.parse_args()
-    isolation = detect_isolation()
+    isolation = detect_isolation() if args.isolation is None else strong_isolation(args.isolation)
+    if isinstance(isolation, str):
+        parser.error(isolation)
     before, fingerprint = living_processes(), project_fingerprint()
     with bait(args.home) as target:
         outcomes = run_attacks(target, isolation=isolation)

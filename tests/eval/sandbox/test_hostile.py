@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from eval.benchmarks.humaneval import load_humaneval, run_humaneval
-from eval.sandbox.host import ProgramFailed, Sandbox
+from eval.sandbox.host import ProgramFailed, Sandbox, SandboxLimits
 from eval.sandbox.seccomp import SYSCALL_NUMBERS
+from tests.eval.conftest import isolation_of
 from tests.eval.sandbox import channels
 from tests.eval.sandbox.hostile import (
     ATTACKS,
@@ -37,11 +38,11 @@ from tests.eval.sandbox.unprivileged import AS_NOBODY, NOBODY, PROJECT, unprivil
 FORGERIES = [name for name, (category, _) in ATTACKS.items() if category == "forgery"]
 
 
-def test_every_hostile_completion_fails_and_leaves_nothing_behind(strong_isolation, tmp_path):
+def test_every_hostile_completion_fails_and_leaves_nothing_behind(each_strong_isolation, tmp_path):
     assert len(ATTACKS) >= 40
     before, fingerprint = living_processes(), project_fingerprint()
     with bait(tmp_path) as target:
-        outcomes = run_attacks(target, isolation=strong_isolation)
+        outcomes = run_attacks(target, isolation=each_strong_isolation)
         time.sleep(4)  # past the daemons' delayed writes
         assert target.arrivals() == []
         assert target.canary_intact()
@@ -62,8 +63,8 @@ def test_forged_verdicts_fail_in_the_fallback_sandbox_too(tmp_path):
     assert [o.name for o in outcomes if o.result.passed] == []
 
 
-def test_every_hostile_completion_fails_under_an_unprivileged_grader_too(strong_isolation):
-    """As a user, the grader has no cgroup and bubblewrap runs in a user namespace: the same set, the same checks."""
+def test_every_hostile_completion_fails_under_an_unprivileged_grader_too(each_strong_isolation):
+    """As a user, the grader has no cgroup and the sandbox runs in a user namespace: the same set, the same checks."""
     if os.geteuid() != 0:
         pytest.skip("this grader is unprivileged already: the test above is this one")
     if shutil.which("setpriv") is None:
@@ -74,7 +75,12 @@ def test_every_hostile_completion_fails_under_an_unprivileged_grader_too(strong_
         home.chmod(0o777)
         report = home / "escaped.json"
         run = unprivileged(
-            [f"HOME={home}", *python, "-m", "tests.eval.sandbox.hostile", "--home", str(home), "--json", str(report)],
+            [
+                f"HOME={home}",
+                *python,
+                *("-m", "tests.eval.sandbox.hostile", "--home", str(home), "--json", str(report)),
+                *("--isolation", each_strong_isolation.kind),
+            ],
             cwd=home,
             timeout=900,
         )
@@ -193,16 +199,16 @@ def test_each_channel_between_gradings_works_outside_the_sandbox_as_root_and_as_
 
 
 @pytest.mark.parametrize("name", sorted(channels.CHANNELS))
-def test_each_reader_runs_in_the_sandbox_and_finds_the_same_state_whatever_was_written(name, strong_isolation):
+def test_each_reader_runs_in_the_sandbox_and_finds_the_same_state_whatever_was_written(name, bubblewrap_isolation):
     """The readers do run inside (the calls they need are not refused): the fault-count and I/O ones read every page as
     cached, the pagemap and timed ones no pattern, whatever the writer graded before them did."""
     bits, token = channels.pattern(), secrets.token_hex(6)
     with Sandbox(
-        channels.script(name, "write", bits, token, None) + "def f():\n    return 0\n", LIMITS, strong_isolation
+        channels.script(name, "write", bits, token, None) + "def f():\n    return 0\n", LIMITS, bubblewrap_isolation
     ) as writer:
         writer.call("f")
     reader = channels.script(name, "read", bits, token, None) + "def f():\n    return read\n"
-    with Sandbox(reader, LIMITS, strong_isolation) as sandbox:
+    with Sandbox(reader, LIMITS, bubblewrap_isolation) as sandbox:
         read = sandbox.call("f")
     if channels.CHANNELS[name] in ("faults", "io"):
         assert read == [True] * channels.K
@@ -250,3 +256,37 @@ def test_survivors_are_the_programs_user_and_our_descendants_not_the_graders_oth
             process.kill()
             process.wait()
         os.kill(daemon, signal.SIGKILL)
+
+
+def _offsets(read: list[int], message: int) -> list[int]:
+    return [(value - message) % channels.INODE_MODULUS for value in read]
+
+
+def test_the_inode_counter_channel_works_outside_the_sandbox_as_root_and_as_nobody():
+    """Bare, a reader started after the writer finds each CPU's inode counter just past the value the writer set."""
+    for runner in _bare_runners():
+        message = secrets.randbelow(channels.INODE_MODULUS)
+        program = channels.INODE_WRITER + "import sys\nwrite(int(sys.argv[1])) if sys.argv[1] else print(read())\n"
+        subprocess.run([*runner, "-c", program, str(message)], check=True, timeout=60)
+        read = subprocess.run([*runner, "-c", program, ""], capture_output=True, text=True, check=True, timeout=60)
+        assert max(_offsets(json.loads(read.stdout), message)) < 256, (runner[0], message, read.stdout)
+
+
+@pytest.mark.parametrize("kind", ["gvisor", "bubblewrap"])
+def test_the_inode_counter_carries_between_gradings_on_the_hosts_kernel_and_not_under_gvisor(kind):
+    """bubblewrap's sandboxes share the host's counter: the reader finds what the writer graded before it set (the
+    measurement works inside). gVisor's each have their own: the reader finds the same whatever was written. (The
+    writer sets its first CPU's counter only: gVisor has one counter, which a second CPU would have to wrap.)"""
+    isolation = isolation_of(kind)
+    limits = SandboxLimits(timeout_s=30.0)
+    reads = []
+    for message in (300 + secrets.randbelow(100), 500 + secrets.randbelow(100)):
+        with Sandbox(channels.INODE_WRITER, limits, isolation) as writer:
+            writer.call("write", message, 1)
+        with Sandbox(channels.INODE_WRITER, limits, isolation) as reader:
+            reads.append((message, reader.call("read")[0]))
+    offsets = [(read - message) % channels.INODE_MODULUS for message, read in reads]
+    if kind == "bubblewrap":
+        assert max(offsets) < 256, reads
+    else:
+        assert reads[0][1] == reads[1][1] < 300, reads

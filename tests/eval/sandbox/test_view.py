@@ -1,14 +1,17 @@
 """The sandbox's view of the host: no host folder, only the interpreter's files, copied in memory or bound one by one,
 the standard library and every extension module importable either way."""
 
+import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from eval.sandbox import gvisor, host
 from eval.sandbox import view as view_module
-from eval.sandbox.host import Sandbox, SandboxLimits
+from eval.sandbox.host import WORKER_DIR, WORKER_FILES, Sandbox, SandboxLimits
 from eval.sandbox.view import _VERIFIED, InterpreterView, _content_matches, _make_copy, interpreter_view
 from tests.eval.sandbox import channels
 from tests.eval.sandbox.hostile import RIGHT
@@ -37,19 +40,44 @@ EVERYDAY_MODULES = [
 @pytest.fixture
 def each_file_bound(monkeypatch):
     """The view as it is where no in-memory file system has room: every file bound on its own."""
-    monkeypatch.setattr(view_module, "_memory_folder", lambda needed: None)
+    monkeypatch.setattr(view_module, "memory_folder", lambda needed: None)
     interpreter_view.cache_clear()
     yield interpreter_view()
     interpreter_view.cache_clear()
 
 
 def assert_no_host_folder(isolation):
+    if isolation.kind == "gvisor":
+        assert_gvisor_serves_no_host_folder()
+        return
     with Sandbox(MOUNTS, LIMITS, isolation) as sandbox:
         mounts = sandbox.call("mounts")
     # In-memory file systems keep no negative dentry, and the sandbox's own procfs (of its PID namespace) and devpts
     # instance end with it; any other mount must be a single file (or device).
     assert [m for m in mounts if m[1] not in ("tmpfs", "proc", "devpts") and m[2]] == []
     assert sum(not m[2] for m in mounts) >= 2  # the worker's files at least
+
+
+def assert_gvisor_serves_no_host_folder():
+    """gVisor's file server reads every mount from the host: the folders it serves (the bundle's root, the copy's
+    folders) are in memory, and what else it serves are single files (the worker's at least)."""
+    view = interpreter_view()
+    files = [(str(WORKER_DIR / name), f"/sandbox/{name}") for name in WORKER_FILES]
+    bundle = gvisor.make_bundle(host.memory_folder(0), view, files, ["/bin/true"], None)
+    try:
+        config = json.loads(Path(bundle.folder, "config.json").read_text())
+        served = [os.path.join(bundle.folder, config["root"]["path"])]
+        served += [mount["source"] for mount in config["mounts"] if mount["type"] == "bind"]
+        folders = [path for path in served if os.path.isdir(path)]
+        assert [path for path in folders if not _in_memory(path)] == []
+        assert len(served) - len(folders) >= len(WORKER_FILES)
+    finally:
+        bundle.remove()
+
+
+def _in_memory(path):
+    kind = subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True, text=True, check=True).stdout
+    return kind.strip() == "tmpfs"
 
 
 def assert_everything_imports(isolation):
@@ -73,38 +101,40 @@ def assert_everything_imports(isolation):
         assert sandbox.call("failing", EVERYDAY_MODULES + extensions) == []
 
 
-def test_the_sandbox_sees_no_host_folder_and_the_files_are_copied_in_memory(strong_isolation):
+def test_the_sandbox_sees_no_host_folder_and_the_files_are_copied_in_memory(each_strong_isolation):
     view = interpreter_view()
     if view.copy is None:
         pytest.skip("no in-memory file system with room here: the fallback is tested below")
     assert os.stat(view.copy).st_uid == os.geteuid() and not os.stat(view.copy).st_mode & 0o022
     arguments = view.bubblewrap_arguments()
     assert arguments.count("--ro-bind") <= 5 and all(a.startswith(view.copy) for a in arguments[1::3][-3:])
-    assert_no_host_folder(strong_isolation)
+    assert_no_host_folder(each_strong_isolation)
 
 
-def test_the_standard_library_and_every_extension_module_import(strong_isolation):
-    assert_everything_imports(strong_isolation)
+def test_the_standard_library_and_every_extension_module_import(each_strong_isolation):
+    assert_everything_imports(each_strong_isolation)
 
 
-def test_without_room_in_memory_each_file_is_bound_alone_and_kept_in_the_page_cache(strong_isolation, each_file_bound):
+def test_without_room_in_memory_each_file_is_bound_alone_and_kept_in_the_page_cache(
+    each_strong_isolation, each_file_bound
+):
     assert each_file_bound.copy is None
     sources = [source for source, _ in each_file_bound.binds]
     assert each_file_bound.interpreter in sources and any(s.endswith("stdlib.zip") for s in sources)
     assert not any(os.path.isdir(source) for source in sources)
-    assert_no_host_folder(strong_isolation)
-    assert_everything_imports(strong_isolation)
+    assert_no_host_folder(each_strong_isolation)
+    assert_everything_imports(each_strong_isolation)
     # The bound files are the host's: every page is read in before each program, so a mark left in one fails.
     from eval.benchmarks.humaneval import load_humaneval, run_humaneval
 
     problem = load_humaneval()[0]
     writer, reader = channels.completions("page-cache-fault-count", RIGHT)
-    run_humaneval(problem, writer, LIMITS, strong_isolation)
-    assert not run_humaneval(problem, reader, LIMITS, strong_isolation).passed
+    run_humaneval(problem, writer, LIMITS, each_strong_isolation)
+    assert not run_humaneval(problem, reader, LIMITS, each_strong_isolation).passed
 
 
 def test_a_copy_is_used_only_when_it_is_ours_and_no_one_else_can_write_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(view_module, "_memory_folder", lambda needed: str(tmp_path))
+    monkeypatch.setattr(view_module, "memory_folder", lambda needed: str(tmp_path))
     source = tmp_path / "source"
     source.write_bytes(b"\x7fELF")
     stdlib = os.path.realpath(view_module.sysconfig.get_path("stdlib"))
