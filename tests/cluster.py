@@ -5,6 +5,8 @@ the jobs."""
 import os
 import re
 import subprocess
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -34,11 +36,18 @@ def campaign_command(workdir, config, profile, targets=("ablations",)):
     return [*command, "--configfile", str(workdir / "tiny.yaml"), "--", *targets]
 
 
-def slurm_states() -> dict[str, str]:
-    """job id -> state of every job SLURM's accounting knows (since 1970: sacct's default is since today's midnight)."""
+def slurm_states(jobs: Sequence[str] = (), wait_s: float = 120.0) -> dict[str, str]:
+    """job id -> state of every job SLURM's accounting knows (since 1970: sacct's default is since today's midnight),
+    once it knows each of ``jobs`` or ``wait_s`` has passed: the controller sends its records to the accounting
+    daemon on its own time."""
     query = ["sacct", "-X", "-n", "-P", "-o", "JobID,State", "-S", "1970-01-01"]
-    lines = subprocess.run(query, capture_output=True, text=True, check=True)
-    return dict(line.split("|") for line in lines.stdout.splitlines() if line)
+    end = time.monotonic() + wait_s
+    while True:
+        lines = subprocess.run(query, capture_output=True, text=True, check=True)
+        states = dict(line.split("|") for line in lines.stdout.splitlines() if line)
+        if all(job in states for job in jobs) or time.monotonic() > end:
+            return states
+        time.sleep(1.0)
 
 
 def submitted_jobs(output: str) -> list[str]:

@@ -63,7 +63,7 @@ def test_sweep_trials_as_slurm_jobs_share_one_study_in_postgresql(one_node_slurm
         assert result.returncode == 0, result.stderr[-3000:]
         submitted += submitted_jobs(result.stdout + result.stderr)
     assert len(submitted) == 6  # the base, four trials, the report
-    states = slurm_states()
+    states = slurm_states(submitted)
     with capsys.disabled():  # into CI's log: the jobs as SLURM's accounting saw them
         print("", *(f"sacct: job {job} {states.get(job)}" for job in submitted), sep="\n")
     assert all(states.get(job) == "COMPLETED" for job in submitted), {job: states.get(job) for job in submitted}

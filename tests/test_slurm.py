@@ -29,7 +29,7 @@ def test_a_tiny_campaign_runs_as_slurm_jobs_and_gives_the_local_profiles_runs(on
     assert on_slurm.returncode == 0, on_slurm.stderr[-3000:]
     submitted = submitted_jobs(on_slurm.stdout + on_slurm.stderr)
     assert len(submitted) >= 6  # the base, four rows' seed blocks, the report
-    states = slurm_states()
+    states = slurm_states(submitted)
     with capsys.disabled():  # into CI's log: the jobs as SLURM's accounting saw them
         print("", *(f"sacct: job {job} {states.get(job)}" for job in submitted), sep="\n")
     assert all(states.get(job) == "COMPLETED" for job in submitted), {job: states.get(job) for job in submitted}

@@ -1,10 +1,9 @@
 """A kernel of the sandbox's own: the OCI bundle from which gVisor's ``runsc`` runs the sandbox's worker.
 
 Under bubblewrap the program's calls reach the host's kernel, and some of the kernel's state is shared by every
-process on the host whatever the namespaces: the counter that numbers the inodes of pipes, of /proc entries, of
-anonymous shared memory and of POSIX message queues draws from one run per CPU that only moves forward, so a program
-can set it and the next grading read it (``fstat`` of a pipe), and no filter can refuse every call that moves or
-reads it. gVisor (https://gvisor.dev, Debian's ``runsc``) answers every call of the program in a kernel of the
+process on the host whatever the namespaces: the counter that numbers the inodes of pipes and of /proc entries
+draws from one run per CPU that only moves forward, so a program can set it and the next grading read it (``fstat``
+of a pipe), and no filter can refuse every call that moves or reads it. gVisor (https://gvisor.dev, Debian's ``runsc``) answers every call of the program in a kernel of the
 sandbox's own, a user-space process started for one grading and gone with it: pipes, inodes, /proc, the page cache
 of the files the program sees, its dentries and its counters all start afresh each time.
 

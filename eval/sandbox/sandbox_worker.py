@@ -208,8 +208,8 @@ def main(argv: list[str]) -> NoReturn:
     ends, and end the same way.
 
     The server sets RLIMIT_NPROC once forked: Linux counts the processes of the user it drops to (init's
-    and its own included), gVisor's kernel those that user's processes start, and either kernel would
-    count init's fork against a limit set before it.
+    and its own included), gVisor's kernel those that user's processes start, and gVisor's would count
+    init's fork, which root makes, against a limit set before it.
 
     Init ending makes the kernel kill whatever else is left in the namespace. Ending as the server
     did (its status, or 128 + the signal that killed it) lets bubblewrap, which waits for init,
