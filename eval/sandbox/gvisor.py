@@ -21,7 +21,6 @@ import dataclasses
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 
@@ -66,12 +65,6 @@ class Bundle:
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def runsc_version(runsc: str) -> str:
-    """The first line ``runsc --version`` prints (``runsc version 0.0~20221219.0``), or "" when it prints none."""
-    run = subprocess.run([runsc, "--version"], capture_output=True, text=True)
-    return run.stdout.strip().splitlines()[0] if run.stdout.strip() else ""
 
 
 def make_bundle(

@@ -252,20 +252,25 @@ def strong_isolation(kind: str) -> Isolation | str:
         else "no cgroup: one process and one thread, so the memory cap (RLIMIT_AS) holds for the tree; /tmp read-only"
     )
     if kind == "gvisor":
-        what = f"{gvisor.runsc_version(path) or 'runsc'}: a kernel of its own per sandbox (rootless: the grader's user "
+        what = f"{_version(path) or 'runsc'}: a kernel of its own per sandbox (rootless: the grader's user "
         what += f"in a user namespace), no network, read-only interpreter, uid {UNPRIVILEGED_ID} without capabilities"
     else:
-        version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout.strip()
         user = (
             f"uid {UNPRIVILEGED_ID} without capabilities"
             if os.geteuid() == 0
             else "the grader's user in a user namespace"
         )
-        what = f"{version or 'bubblewrap'}: PID, network, IPC, UTS and mount namespaces, read-only interpreter, "
+        what = f"{_version(path) or 'bubblewrap'}: PID, network, IPC, UTS and mount namespaces, read-only interpreter, "
         what += f"{_seccomp_state()}, {user}"
     candidate = Isolation(kind, f"{what}; {caps}", cgroups)
     probe = _probe(candidate)
     return candidate if probe is None else f"{kind} cannot start a sandbox here: {probe}"
+
+
+def _version(command: str) -> str:
+    """The first line ``command --version`` prints, or "" when it prints none."""
+    printed = subprocess.run([command, "--version"], capture_output=True, text=True).stdout.strip()
+    return printed.splitlines()[0] if printed else ""
 
 
 def _seccomp_state() -> str:
