@@ -61,7 +61,7 @@ import difflib
 import functools
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,8 @@ ENDPOINT_FIELDS = ("metric", "window", "direction", "source")
 OPTIONAL_ENDPOINT_FIELDS = ("smallest_effect", "primary")
 PLAN_FIELDS = ("pilot_seeds", "budget", "smallest_effect")
 DURATION_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+EVAL_SCOPES = ("all", "read")
+EVALUATION_PREFIX = "eval/"  # the held-out evaluation's metrics (algos.trainer.train.held_out_accuracy)
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,24 @@ class AblationSpec:
         self.check_budget(budget)
         settings = {**budget.tuned_settings(row.preset), **row.settings}
         scaled = scale_steps(load_config(row.preset, settings=settings, overrides=budget.overrides), budget.step_scale)
-        return scaled if budget.eval_points is None else with_eval_points(scaled, budget.eval_points)
+        spaced = scaled if budget.eval_points is None else with_eval_points(scaled, budget.eval_points)
+        if budget.eval_scope == "all":
+            return spaced
+        return with_eval_steps(spaced, self.read_windows(row_id, budget.step_scale))
+
+    def read_windows(self, row_id: str, step_scale: float = 1.0) -> list[tuple[int, int]]:
+        """The windows of steps (first, last; inclusive) at which an endpoint reads the row's held-out evaluation (its
+        own endpoints, and those of the rows compared with it), scaled like a campaign's runs; the table's metric at
+        the last step, which every report reads, aside."""
+        readers = [row for row in self.rows if row_id in (row.id, row.compare_to)]
+        return sorted(
+            {
+                endpoint.scaled(step_scale).window
+                for row in readers
+                for endpoint in row.endpoints
+                if endpoint.metric.startswith(EVALUATION_PREFIX)
+            }
+        )
 
     @functools.cached_property
     def _flat_configs(self) -> dict[str, dict[str, Any]]:
@@ -218,17 +237,25 @@ class Budget:
     (critic pretraining: 50 in VAPO, 0 without it) are scaled instead, so a shorter campaign keeps
     each row's proportions. ``eval_points`` (None keeps the scaled ``run.eval_every``) spaces that many
     held-out evaluations evenly over each run, whatever its length, so its curves have that many points.
+    ``eval_scope`` "read" keeps of those only the evaluations an endpoint of the spec reads (and the last, which
+    every table reads): the rest cost a decisive campaign time and change no number it reports.
     """
 
     overrides: tuple[str, ...] = ()
     step_scale: float = 1.0
     tuned: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     eval_points: int | None = None
+    eval_scope: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.eval_scope not in EVAL_SCOPES:
+            raise ConfigError(f"ablations.eval_scope must be one of: {', '.join(EVAL_SCOPES)}; got {self.eval_scope!r}")
 
     def options(self, preset: str | None = None) -> list[str]:
         """The budget as the options :func:`add_budget_arguments` declares; of the tuned values only ``preset``'s."""
         options = ["--step-scale", str(self.step_scale)]
         options += ["--eval-points", str(self.eval_points)] if self.eval_points else []
+        options += ["--eval-scope", self.eval_scope] if self.eval_scope != "all" else []
         for text in self.overrides:
             options += ["--set", text]
         for text in self.tuned.get(preset, ()) if preset else ():
@@ -273,6 +300,15 @@ def with_eval_points(cfg: RLConfig, points: int) -> RLConfig:
         raise ConfigError(f"ablations.eval_points must be at least 2 (the first and the last step), got {points}")
     every = max(1, round(cfg.run.steps / (points - 1)))
     return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, eval_every=every))
+
+
+def with_eval_steps(cfg: RLConfig, windows: Sequence[tuple[int, int]]) -> RLConfig:
+    """``cfg`` evaluating only at the steps of its schedule that fall in ``windows`` (first, last; inclusive), and
+    at its last step: the same evaluations at those steps, so the same numbers, without the others."""
+    steps = tuple(
+        step for step in range(cfg.run.steps) if cfg.run.evaluates(step) and any(a <= step <= b for a, b in windows)
+    )
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, eval_steps=steps))
 
 
 def available_specs(ablations_dir: Path = ABLATIONS_DIR) -> list[str]:
@@ -547,7 +583,8 @@ def row_config_text(spec: AblationSpec, row_id: str, budget: Budget) -> str:
     lines = [
         f"# {spec.name} / {row.id}: {row.label} (compared with {row.compare_to})",
         (
-            f"# budget: step scale {budget.step_scale:g}, evaluation points {budget.eval_points}, overrides "
+            f"# budget: step scale {budget.step_scale:g}, evaluation points {budget.eval_points} ({budget.eval_scope}), "
+            "overrides "
             f"{', '.join(budget.overrides) or 'none'}; endpoints:"
         ),
     ]
@@ -565,6 +602,7 @@ def campaign_budget(ablations: Mapping[str, Any] | None = None) -> Budget:
         ablations["step_scale"],
         {preset: tuple(values) for preset, values in (ablations.get("tuned") or {}).items()},
         ablations.get("eval_points"),
+        ablations.get("eval_scope", "all"),
     )
 
 
@@ -575,6 +613,11 @@ def add_budget_arguments(parser: argparse.ArgumentParser) -> None:
         "--eval-points",
         type=int,
         help="campaign budget: held-out evaluations per run, evenly spaced (steps 0 and last)",
+    )
+    parser.add_argument(
+        "--eval-scope",
+        choices=EVAL_SCOPES,
+        help="campaign budget: every evaluation of --eval-points (all), or only those an endpoint reads and the last",
     )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="campaign budget override")
     parser.add_argument(
@@ -589,12 +632,13 @@ def budget_from(args: argparse.Namespace) -> Budget:
         preset, _, setting = text.partition(":")
         tuned[preset] = (*tuned.get(preset, ()), setting)
     step_scale = 1.0 if args.step_scale is None else args.step_scale
-    return Budget(tuple(args.set), step_scale, tuned, args.eval_points)
+    return Budget(tuple(args.set), step_scale, tuned, args.eval_points, args.eval_scope or "all")
 
 
 def budget_options_given(args: argparse.Namespace) -> bool:
     """Whether any option of :func:`add_budget_arguments` was given."""
-    return args.step_scale is not None or args.eval_points is not None or bool(args.set or args.tuned)
+    given = (args.step_scale, args.eval_points, args.eval_scope)
+    return any(value is not None for value in given) or bool(args.set or args.tuned)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,9 +6,11 @@ Each seed is its own run, exactly as ``python -m algos.trainer.train`` trains it
 algos.campaign.ablations --row`` prints it), its checkpoint, files and MLflow run (experiment = spec,
 parent run = row, run name = ``seed<n>``), and the same numbers bit for bit: a run seeds every random
 stream it draws from (:mod:`algos.engine.seeding`), so the seeds trained before it in the process change
-nothing. A seed already finished, or interrupted, resumes from its checkpoint; a row whose config
-changed starts afresh. A seed that fails (a config the model cannot run, a run stopped for non-finite
-updates) is reported and the block goes on with the others; the command then exits 2 naming it.
+nothing. The critic's phases before RL are computed once for every row and seed that shares them
+(:mod:`algos.trainer.critic_store`, in ``<runs>/.critic_phases/``), with the same numbers. A seed already
+finished, or interrupted, resumes from its checkpoint; a row whose config changed starts afresh. A seed
+that fails (a config the model cannot run, a run stopped for non-finite updates) is reported and the
+block goes on with the others; the command then exits 2 naming it.
 
 Command line: ``python -m algos.campaign.seed_block --spec dapo_table1 --row clip_higher --seeds 0 1 2
 --runs results/runs --model results/base_model [--step-scale 0.334] [--eval-points 11] [--set KEY=VALUE]
@@ -34,6 +36,8 @@ from algos.trainer.train import NonFiniteTrainingError, train
 
 log = logging.getLogger(__name__)
 ROW_CONFIG_FILE = "row_config.yaml"
+CRITIC_STORE_DIR = ".critic_phases"
+"""Under the runs folder: the critic's phases before RL, computed once for the rows and seeds that share them."""
 RUN_ERRORS = (ConfigError, ModelNotFoundError, ValueError, NonFiniteTrainingError)
 """The errors ``python -m algos.trainer.train`` reports in one line; any other is logged with its traceback."""
 
@@ -68,7 +72,7 @@ def train_block(
         started = time.perf_counter()
         try:
             cfg = load_config(settings=settings, overrides=seed_overrides(spec.name, row_id, seed, model))
-            train(cfg, out, on_config_change="restart")
+            train(cfg, out, on_config_change="restart", critic_store=runs_dir / CRITIC_STORE_DIR)
         except Exception as error:  # one seed's failure must not cost the block's other seeds
             if isinstance(error, RUN_ERRORS):
                 log.error("%s / %s / seed %d failed: %s", spec.name, row_id, seed, error)

@@ -231,11 +231,15 @@ def group_expectation_scope_violations(cfg: Config) -> Iterator[str]:
 
 
 def bounds_violations(cfg: Config) -> Iterator[str]:
-    """A lower bound does not exceed its upper bound: the task's operation counts, the adaptive λ's clamp."""
+    """A lower bound does not exceed its upper bound: the task's operation counts, the adaptive λ's clamp, the
+    evaluated steps the run's length."""
     if cfg.task.min_steps > cfg.task.max_steps:
         yield "task.min_steps must not exceed task.max_steps"
     if cfg.advantage.adaptive_lambda_min > cfg.advantage.adaptive_lambda_max:
         yield "advantage.adaptive_lambda_min must not exceed advantage.adaptive_lambda_max"
+    late = [step for step in cfg.run.eval_steps or () if step > cfg.run.steps]
+    if late:
+        yield f"run.eval_steps {late} lie past the run's last step run.steps={cfg.run.steps}"
 
 
 def batching_violations(cfg: Config) -> Iterator[str]:

@@ -630,6 +630,12 @@ class RunConfig:
     eval_every: Annotated[int, Field(ge=0)] = Field(
         20, description="Held-out evaluation every this many steps (and at steps 0 and last); 0 = first and last only."
     )
+    eval_steps: tuple[Annotated[int, Field(ge=0)], ...] | None = Field(
+        None,
+        description="The steps whose held-out evaluation runs, in place of eval_every's schedule (the last step's "
+        "always runs); None: steps 0, every eval_every and the last. A campaign sets it to the steps its endpoints "
+        "read (ablations.eval_scope=read).",
+    )
     eval_problems: PositiveInt = Field(256, description="Problems per evaluation split.")
     final_eval_problems: PositiveInt | None = Field(
         None,
@@ -665,6 +671,14 @@ class RunConfig:
         "(torch.use_deterministic_algorithms; one without warns, naming itself) and cuBLAS's fixed workspace, at "
         "some speed; CPU runs are deterministic without it.",
     )
+
+    def evaluates(self, step: int) -> bool:
+        """Whether the held-out evaluation runs after ``step`` (0: the initial policy)."""
+        if step == self.steps:
+            return True
+        if self.eval_steps is not None:
+            return step in self.eval_steps
+        return step == 0 or bool(self.eval_every and step % self.eval_every == 0)
 
 
 @dataclass(frozen=True, config=_STRICT)

@@ -66,6 +66,7 @@ from algos.engine.seeding import derive_seed
 from algos.engine.staleness import StalePolicy
 from algos.trainer import run_files
 from algos.trainer.critic import critic_probe, prepare_critic
+from algos.trainer.critic_store import CriticStore
 from algos.trainer.resume import ON_CONFIG_CHANGE, OnConfigChange, checkpoint_to_resume
 from algos.trainer.rollout import collect_rollout
 from algos.trainer.tracking import NullTracker, Tracker, make_tracker
@@ -101,6 +102,7 @@ def train(
     preset: str | None = None,
     on_evaluation: Callable[[int, Mapping[str, float]], None] | None = None,
     on_config_change: OnConfigChange = "fail",
+    critic_store: Path | None = None,
 ) -> TrainResult:
     """Train ``config`` into ``out`` (resuming from its checkpoint if there is one).
 
@@ -112,6 +114,8 @@ def train(
     A checkpoint in ``out`` left by a different config (tracking aside) raises
     :class:`algos.trainer.resume.ConfigChangedError` naming the keys that differ; with
     ``on_config_change="restart"`` it is discarded with the run's files and the run starts afresh.
+    critic_store: a folder where the critic's phases before RL are kept for every run that shares them
+    (:mod:`algos.trainer.critic_store`; a run of the built-in task in one process): the same numbers, computed once.
     """
     # 1. Build the learner: task, processes, models and optimizers, resumed from a checkpoint in `out` if any.
     run = _build_run(
@@ -123,6 +127,7 @@ def train(
         tracker=tracker,
         preset=preset,
         on_config_change=on_config_change,
+        critic_store=critic_store,
     )
 
     # 2. A fresh run first fits its critic (if any), then evaluates the initial policy: step 0.
@@ -150,7 +155,8 @@ class _Run:
 
     stale_policy: serves π_old (the policy ``rollout.policy_staleness`` updates ago); its ``policy`` is the
     bare current policy that samples, scores and evaluates (no DDP wrapper: it takes no gradient). latest: the
-    newest checkpoint (None before a fresh run's first). start: the first step to train.
+    newest checkpoint (None before a fresh run's first). start: the first step to train. critic_store: where the
+    critic's phases are shared with other runs (None: computed here).
     """
 
     cfg: RLConfig
@@ -168,6 +174,7 @@ class _Run:
     kl_coef: float
     train_seconds: float
     samples_generated: int
+    critic_store: CriticStore | None = None
 
     @property
     def main(self) -> bool:
@@ -242,6 +249,7 @@ def _build_run(
     tracker: Tracker | None,
     preset: str | None,
     on_config_change: OnConfigChange,
+    critic_store: Path | None = None,
 ) -> _Run:
     """The run's task, processes and learner, from the checkpoint in ``out`` if there is one; its records opened."""
     if out.exists() and not out.is_dir():
@@ -293,6 +301,7 @@ def _build_run(
         kl_coef=state.get("kl_coef", cfg.kl.coef),
         train_seconds=state.get("train_seconds", 0.0),
         samples_generated=state.get("samples_generated", 0),
+        critic_store=CriticStore(critic_store) if critic_store and problems is None and processes.count == 1 else None,
     )
 
 
@@ -393,16 +402,27 @@ def _initial_evaluation(run: _Run) -> None:
     initial = {}
     if run.learner.critic is not None:
         log_phase = functools.partial(run.log, name=run_files.CRITIC_METRICS_FILE)
-        prepare_critic(
+        phases = functools.partial(
+            prepare_critic,
             run.cfg,
             learner=run.learner,
             accelerator=run.accelerator,
             tokenizer=run.tokenizer,
             task=run.task,
             chat=run.chat,
-            log_phase=log_phase,
             processes=run.processes,
         )
+        if run.critic_store is None:
+            phases(log_phase=log_phase)
+        else:
+            run.critic_store.prepare(
+                run.cfg,
+                compute=lambda log: phases(log_phase=log),
+                critic=run.critic,
+                optimizer=run.learner.critic_optimizer,
+                policy=run.policy,
+                log_phase=log_phase,
+            )
         initial = critic_probe(
             run.cfg,
             policy=run.policy,
@@ -412,7 +432,7 @@ def _initial_evaluation(run: _Run) -> None:
             chat=run.chat,
             processes=run.processes,
         )
-    run.log(0, {**initial, **run.held_out_accuracy(0)})
+    run.log(0, {**initial, **(run.held_out_accuracy(0) if run.cfg.run.evaluates(0) else {})})
     run.checkpoint(0)
 
 
@@ -469,7 +489,7 @@ def _train_step(run: _Run, step: int) -> dict[str, float]:
             "perf/peak_memory_mb": run.processes.maximum(peak_memory_mb(accelerator.device)),
         }
     )
-    if step == cfg.run.steps or (cfg.run.eval_every and step % cfg.run.eval_every == 0):
+    if cfg.run.evaluates(step):
         metrics.update(run.held_out_accuracy(step))
     return metrics
 

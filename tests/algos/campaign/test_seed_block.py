@@ -113,7 +113,7 @@ def test_a_block_killed_at_any_point_and_restarted_ends_as_if_never_stopped(tiny
 def test_a_failed_seed_is_named_and_the_others_still_train(tmp_path, monkeypatch, capsys):
     trained = []
 
-    def fake_train(cfg, out, on_config_change):
+    def fake_train(cfg, out, on_config_change, critic_store):
         if cfg.seed == 1:
             raise ValueError("the model cannot run this config")
         trained.append(cfg.seed)
