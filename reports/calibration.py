@@ -178,7 +178,7 @@ def sequential_split_design(spec: AblationSpec, half: int, level: float) -> Sequ
     that is below the first), its spending, and the primaries' margin (the design's, else its smallest effect)."""
     declared = spec.design.sequential
     margin = spec.design.margin or spec.design.smallest_effect
-    looks = capped_looks(declared.looks, half) if half >= declared.looks[0] else (half,)
+    looks = capped_looks(declared.looks, min(half, declared.looks[-1])) if half >= declared.looks[0] else (half,)
     return sequential_design(looks, level, margin, declared.spending)
 
 

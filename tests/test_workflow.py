@@ -1,5 +1,6 @@
 """The Snakefile parses, validates its config, lints clean and plans every preset."""
 
+import json
 import os
 import socket
 import subprocess
@@ -47,6 +48,23 @@ def test_a_budget_override_that_erases_a_row_difference_fails_before_any_job(tmp
     result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "budget.yaml"))
     assert result.returncode != 0 and "train_block_0" not in result.stdout
     assert "spec 'vapo_table1': the campaign override 'critic.pretrain_steps=5'" in result.stdout + result.stderr
+
+
+def test_a_seed_cap_above_a_specs_last_look_fails_before_any_job(tmp_path):
+    (tmp_path / "cap.yaml").write_text("ablations:\n  max_seeds: 48\n")
+    result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "cap.yaml"))
+    assert result.returncode == 2 and "train_look_block_0" not in result.stdout
+    assert "dr_grpo_bias.yaml: the campaign's seed cap 48 (ablations.max_seeds) is above" in result.stderr
+
+
+def test_a_campaign_under_way_refuses_other_looks(tmp_path):
+    plans = tmp_path / "results" / "plans"
+    plans.mkdir(parents=True)
+    plan = {"spec": "gepo_staleness", "looks": [4, 8, 12], "cap": 8, "spending": "pocock"}
+    (plans / "gepo_staleness.sequential.json").write_text(json.dumps(plan))
+    result = snakemake("ablations", "-n", "--directory", str(tmp_path))
+    assert result.returncode == 2 and "train_look_block_0" not in result.stdout
+    assert "the campaign under way for spec 'gepo_staleness' was planned otherwise (cap 8 -> None" in result.stderr
 
 
 def test_an_unknown_tuned_key_fails_before_any_job(tmp_path):

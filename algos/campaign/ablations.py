@@ -583,8 +583,8 @@ def row_config_text(spec: AblationSpec, row_id: str, budget: Budget) -> str:
     lines = [
         f"# {spec.name} / {row.id}: {row.label} (compared with {row.compare_to})",
         (
-            f"# budget: step scale {budget.step_scale:g}, evaluation points {budget.eval_points} ({budget.eval_scope}), "
-            "overrides "
+            f"# budget: step scale {budget.step_scale:g}, evaluation points {budget.eval_points} "
+            f"({budget.eval_scope}), overrides "
             f"{', '.join(budget.overrides) or 'none'}; endpoints:"
         ),
     ]

@@ -175,6 +175,11 @@ def parse_sequential(entry: Any, where: str) -> Sequential:
         raise ConfigError(
             f"{where}: max_seeds {most!r} is below the first look ({looks[0]} seeds); raise it or drop it"
         )
+    if most > looks[-1]:
+        raise ConfigError(
+            f"{where}: max_seeds {most} is above the last look ({looks[-1]} seeds), a look the looks do not declare; "
+            "declare it among the looks or lower max_seeds"
+        )
     spending = entry.get("spending", SPENDING_RULES[0])
     if spending not in SPENDING_RULES:
         raise ConfigError(f"{where}: spending '{spending}' is not one of: {', '.join(SPENDING_RULES)}")
@@ -190,6 +195,8 @@ def capped_looks(looks: Sequence[int], cap: int | None) -> tuple[int, ...]:
         return tuple(looks)
     if cap < looks[0]:
         raise ValueError(f"a cap of {cap} seeds is below the first look ({looks[0]} seeds)")
+    if cap > looks[-1]:
+        raise ValueError(f"a cap of {cap} seeds is above the last look ({looks[-1]} seeds): a look never declared")
     return tuple(n for n in looks if n < cap) + (cap,)
 
 

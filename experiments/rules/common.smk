@@ -21,7 +21,7 @@ from algos.config.schema import TrackingConfig
 from algos.trainer.tracking import tracking_uri
 from reports.analysis.runs import seed_list
 from reports.planning.fixed_design import design_plan, read_basis
-from reports.planning.sequential_plan import sequential_plan
+from reports.planning.sequential_plan import plan_change, sequential_plan
 from reports.planning.stein_plan import read_plan
 from eval.benchmarks.loaders import BENCHMARK_FILES, BENCHMARKS, BENCHMARKS_DIR_ENV
 
@@ -171,6 +171,17 @@ def sequential_record(spec):
     run = named.config(named.rows[0].id, BUDGET).run
     problems = run.final_eval_problems or run.eval_problems
     return sequential_plan(named, read_basis(named.design.basis), problems, cap=config["ablations"]["max_seeds"])
+
+
+for _spec in config["ablations"]["specs"]:
+    if sequential(_spec):  # a bad cap, or a campaign under way whose looks would change: one line, before any job
+        try:
+            _change = plan_change(Path(f"results/plans/{_spec}.sequential.json"), sequential_record(_spec))
+        except (ConfigError, ValueError) as error:
+            _change = str(error)
+        if _change:
+            print(f"error: {_change}", file=sys.stderr)
+            raise SystemExit(2)
 
 
 def look_seeds(spec, look):

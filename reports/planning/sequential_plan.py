@@ -13,13 +13,17 @@ the declared ones up to it. The level holds whatever the basis says; the basis d
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from scipy import stats
 
 from algos.campaign.ablations import AblationSpec, Row
 from algos.campaign.study_design import capped_looks
+from algos.config.presets import ConfigError
 from reports.planning.fixed_design import Basis, fixed_design, seeds_for
 from reports.statistics.comparisons import LEVEL, POWER
 from reports.statistics.sequential import boundaries
@@ -72,7 +76,14 @@ def sequential_plan(
     ``problems`` final problems) and margin, per row the most seeds it may run and its seed numbers (from the
     design's first_seed, after every seed an earlier campaign reported). ``cap``: a campaign's own limit on the
     seeds a row runs, below the spec's (:func:`algos.campaign.study_design.capped_looks`)."""
-    sequential = dataclasses.replace(spec.design.sequential, looks=capped_looks(spec.design.sequential.looks, cap))
+    declared = spec.design.sequential.looks
+    if cap is not None and cap > declared[-1]:
+        raise ConfigError(
+            f"{spec.path}: the campaign's seed cap {cap} (ablations.max_seeds) is above the design's last look "
+            f"({declared[-1]} seeds) and would add a look the spec never declared; set it to at most {declared[-1]} "
+            "or null"
+        )
+    sequential = dataclasses.replace(spec.design.sequential, looks=capped_looks(declared, cap))
     designs = fixed_design(spec, basis, problems, assurance=assurance)
     level = designs[0].test_level if designs else LEVEL
     rows = {row.id: row for row in spec.rows}
@@ -111,3 +122,26 @@ def sequential_plan(
         "max_seeds": most,
         "seeds": {row: list(range(first, first + count)) for row, count in most.items()},
     }
+
+
+DECLARED_FIELDS = ("looks", "cap", "spending", "level", "first_seed", "problems")
+"""What a campaign's plan takes from its spec and workflow settings; changing any of them changes every boundary."""
+
+
+def plan_change(path: Path, record: Mapping[str, Any]) -> str | None:
+    """Where the plan file ``path`` of a campaign under way was written with other looks, cap, spending, level, first
+    seed or final evaluation size than ``record`` (the plan the spec and settings give now): one line saying what
+    differs and how to go on; None where the file is absent or agrees."""
+    if not path.is_file():
+        return None
+    written = json.loads(path.read_text())
+    changed = [
+        f"{key} {written.get(key)!r} -> {record[key]!r}" for key in DECLARED_FIELDS if written.get(key) != record[key]
+    ]
+    if not changed:
+        return None
+    return (
+        f"{path}: the campaign under way for spec '{record['spec']}' was planned otherwise ({'; '.join(changed)}): "
+        "a campaign keeps its looks to the end; restore the spec or settings, or move results/plans/"
+        f"{record['spec']}.* and its runs aside to start a new campaign"
+    )

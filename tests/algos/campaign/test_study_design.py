@@ -143,6 +143,7 @@ def test_a_sequential_design_is_read_with_its_looks_capped_at_the_most_seeds(tmp
         ({**SEQUENTIAL, "looks": [8, 4]}, {}, r"sequential: looks must be increasing seed counts.*got \[8, 4\]"),
         ({**SEQUENTIAL, "looks": [1, 4]}, {}, "each at least 2"),
         ({**SEQUENTIAL, "max_seeds": 2}, {}, r"max_seeds 2 is below the first look \(4 seeds\)"),
+        ({**SEQUENTIAL, "max_seeds": 20}, {}, r"max_seeds 20 is above the last look \(16 seeds\)"),
         ({**SEQUENTIAL, "spending": "haybittle"}, {}, "spending 'haybittle' is not one of: obrien_fleming, pocock"),
         ({**SEQUENTIAL, "look": [4]}, {}, "unknown key 'look' \\(did you mean 'looks'\\?\\)"),
         ({"looks": [4, 8]}, {}, "sequential: missing first_seed"),

@@ -108,7 +108,9 @@ def test_the_phases_read_no_key_declared_free_of_them_but_those_shown_free(tiny_
 def test_every_input_of_the_phases_is_in_the_key(tiny_base, tmp_path):
     cfg = vapo(tiny_base)
     key = phase_key(cfg)
-    assert phase_key(vapo(tiny_base, **{"run.steps": 5, "tracking.experiment": "x", "policy_loss.pos_lm_coef": 0})) == key
+    assert (
+        phase_key(vapo(tiny_base, **{"run.steps": 5, "tracking.experiment": "x", "policy_loss.pos_lm_coef": 0})) == key
+    )
     for change in ({"critic.pretrain_steps": 3}, {"seed": 1}, {"rollout.group_size": 2}, {"critic.lr": 1e-4}):
         assert phase_key(vapo(tiny_base, **change)) != key, change
     copy = tmp_path / "base"

@@ -1,12 +1,14 @@
 import dataclasses
+import json
 import math
 
 import pytest
 
 from algos.campaign.ablations import read_spec
 from algos.campaign.study_design import Sequential
+from algos.config.presets import ConfigError
 from reports.planning.fixed_design import read_basis
-from reports.planning.sequential_plan import comparison_looks, inflation, sequential_plan
+from reports.planning.sequential_plan import comparison_looks, inflation, plan_change, sequential_plan
 from reports.planning.sequential_simulation import LOOKS, simulate
 
 LEVEL_OF_ONE = 0.05 / 5  # one of DAPO Table 1's five primaries
@@ -49,3 +51,22 @@ def test_a_spec_plan_gives_each_row_the_most_seeds_its_comparisons_may_ask():
     for row, most in plan["max_seeds"].items():
         asked = [c["looks"][-1] for c in plan["comparisons"] if row in (c["row"], c["compared_with"])]
         assert most == max(asked) and plan["seeds"][row] == list(range(15, 15 + most))
+
+
+def test_a_cap_above_the_last_look_is_refused_naming_the_spec():
+    spec = read_spec("dr_grpo_bias")  # its design runs at most 12 seeds a row
+    assert sequential_plan(spec, read_basis(spec.design.basis), 1024, cap=8)["looks"] == [4, 8]
+    with pytest.raises(ConfigError, match=r"dr_grpo_bias.yaml: the campaign's seed cap 48 .* last look \(12 seeds\)"):
+        sequential_plan(spec, read_basis(spec.design.basis), 1024, cap=48)
+
+
+def test_a_campaign_under_way_keeps_the_looks_it_was_planned_with(tmp_path):
+    spec = read_spec("dapo_table1")
+    plan = sequential_plan(spec, read_basis(spec.design.basis), 1024)
+    path = tmp_path / "dapo_table1.sequential.json"
+    assert plan_change(path, plan) is None  # no campaign yet
+    path.write_text(json.dumps(plan))
+    assert plan_change(path, plan) is None
+    capped = sequential_plan(spec, read_basis(spec.design.basis), 1024, cap=48)
+    message = plan_change(path, capped)
+    assert "campaign under way for spec 'dapo_table1'" in message and "cap None -> 48" in message

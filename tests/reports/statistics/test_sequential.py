@@ -4,12 +4,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from reports.statistics import envelope
 from reports.statistics.comparisons import Direction
+from reports.statistics.envelope import ENVELOPE, calibrated_bounds, envelope_draws
 from reports.statistics.sequential import (
     AGREE,
     DISAGREE,
     EQUIVALENT,
     UNDECIDED,
+    SequentialDesign,
     boundaries,
     decide_paths,
     first_decision,
@@ -52,9 +55,11 @@ def test_simulated_z_paths_cross_each_boundary_as_often_as_the_spending_function
 def test_a_design_gives_each_look_its_nominal_levels():
     design = sequential_design([4, 8, 12], 0.01, 0.05)
     assert design.looks == (4, 8, 12)
-    assert all(a < b for a, b in zip(design.direction_levels, design.direction_levels[1:], strict=False))
-    assert design.direction_levels[-1] < 0.01  # the final look pays for the earlier ones
-    assert design.equivalence_levels[-1] < 0.01 and design.equivalence_levels[-1] > 0.005
+    z_matched = [2 * stats.norm.sf(b) for b in boundaries((1 / 3, 2 / 3, 1.0), 0.01, "obrien_fleming", True)]
+    assert all(a < b for a, b in zip(design.direction_levels, z_matched, strict=True))  # stricter at every look
+    assert design.direction_levels[0] == 0  # O'Brien–Fleming's first share is below what the simulation resolves
+    assert 0 < design.direction_levels[1] < design.direction_levels[2] < 0.01
+    assert 0 < design.equivalence_levels[-1] < 0.01
     with pytest.raises(ValueError, match="increasing seed counts"):
         sequential_design([8, 4], 0.01, 0.05)
     with pytest.raises(ValueError, match="at least 2"):
@@ -77,9 +82,10 @@ def test_each_look_decides_one_of_four_ways():
     noisy = [0.08, -0.07, 0.05, -0.04]
     assert judge_look(noisy, design, +1).verdict is None  # the seeds go on
     assert judge_look(noisy * 2, design, +1).verdict is Direction.INCONCLUSIVE  # the last look is undecided
-    # rows that differ by the same amount on every seed (a change with no effect at all): the tests' limits
-    assert judge_look([0.0] * 4, design, +1).verdict is Direction.EQUIVALENT
-    assert judge_look([0.07] * 4, design, +1).verdict is Direction.AGREES
+    # rows that differ by the same amount on every seed: no spread to test against, so the seeds go on
+    for tied in ([0.0] * 4, [0.07] * 4):
+        assert judge_look(tied, design, +1).verdict is None
+        assert judge_look(tied * 2, design, +1).verdict is Direction.INCONCLUSIVE
     with pytest.raises(ValueError, match="5 seeds is not one of the design's looks"):
         judge_look(noisy + [0.0], design, +1)
 
@@ -120,3 +126,44 @@ def test_wrong_claims_keep_the_level_at_the_null_and_at_the_margin(spending):
     bound = level + 3 * math.sqrt(level * (1 - level) / draws)
     assert np.mean(np.isin(null, (AGREE, DISAGREE))) <= bound  # a direction where there is none
     assert np.mean(np.isin(at_margin, (EQUIVALENT, DISAGREE))) <= bound  # equivalence, or the wrong way, at the margin
+
+
+def test_one_calibrated_look_on_normal_seeds_is_the_t_test(monkeypatch):
+    (enveloped,) = calibrated_bounds((12,), (0.01,), True)
+    calibrated_bounds.cache_clear()
+    monkeypatch.setattr(envelope, "ENVELOPE", ("normal",))
+    try:  # one look, normal seeds only: the t distribution's quantile, to the Monte-Carlo error
+        (normal,) = calibrated_bounds((12,), (0.01,), True)
+    finally:
+        calibrated_bounds.cache_clear()
+    assert 2 * stats.t.sf(normal, 11) == pytest.approx(0.01, rel=0.1)
+    assert enveloped > normal  # the skewed shapes' tails ask more
+
+
+@pytest.mark.parametrize("shape", ENVELOPE)
+def test_every_shape_of_the_envelope_keeps_the_level_on_fresh_draws(shape):
+    level, margin, draws, looks = 0.05, 0.05, 40_000, (4, 8, 12, 16)
+    design = sequential_design(looks, level, margin, "pocock")
+    rng = np.random.default_rng(11)  # not the calibration's stream
+    noise = 0.04 * envelope_draws(shape, rng, (draws, 16))
+    null, _ = decide_paths(noise, design, +1)
+    at_margin, _ = decide_paths(margin + noise, design, +1)
+    below_margin, _ = decide_paths(-margin + noise, design, -1)
+    bound = level + 3 * math.sqrt(level * (1 - level) / draws)
+    assert np.mean(np.isin(null, (AGREE, DISAGREE))) <= bound
+    assert np.mean(np.isin(at_margin, (EQUIVALENT, DISAGREE))) <= bound
+    assert np.mean(np.isin(below_margin, (EQUIVALENT, DISAGREE))) <= bound
+
+
+def test_skewed_seeds_kept_the_z_boundaries_above_their_level_and_keep_these_at_it():
+    level, draws, looks = 0.01, 100_000, (4, 8, 12)
+    rng = np.random.default_rng(12)
+    noise = envelope_draws("skewed_down", rng, (draws, 12))
+    fractions = tuple(n / looks[-1] for n in looks)
+    z_matched = SequentialDesign(
+        looks, level, 0.05, "pocock", tuple(2 * stats.norm.sf(b) for b in boundaries(fractions, level, "pocock", True)),
+        (0.0,) * 3,
+    )
+    called = [np.mean(np.isin(decide_paths(noise, design, +1)[0], (AGREE, DISAGREE)))
+              for design in (z_matched, sequential_design(looks, level, 0.05, "pocock"))]
+    assert called[0] > 2 * level and called[1] <= level + 3 * math.sqrt(level / draws)
