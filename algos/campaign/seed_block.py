@@ -8,9 +8,10 @@ parent run = row, run name = ``seed<n>``), and the same numbers bit for bit: a r
 stream it draws from (:mod:`algos.engine.seeding`), so the seeds trained before it in the process change
 nothing. The critic's phases before RL are computed once for every row and seed that shares them
 (:mod:`algos.trainer.critic_store`, in ``<runs>/.critic_phases/``), with the same numbers. A seed already
-finished, or interrupted, resumes from its checkpoint; a row whose config changed starts afresh. A seed
-that fails (a config the model cannot run, a run stopped for non-finite updates) is reported and the
-block goes on with the others; the command then exits 2 naming it.
+finished, or interrupted, resumes from its checkpoint (a finished run unpacked from a packed campaign, which
+has none, is kept); a row whose config changed starts afresh. A seed that fails (a config the model cannot
+run, a run stopped for non-finite updates) is reported and the block goes on with the others; the command
+then exits 2 naming it.
 
 Command line: ``python -m algos.campaign.seed_block --spec dapo_table1 --row clip_higher --seeds 0 1 2
 --runs results/runs --model results/base_model [--step-scale 0.334] [--eval-points 11] [--set KEY=VALUE]
@@ -31,7 +32,11 @@ import yaml
 
 from algos.campaign.ablations import Budget, add_budget_arguments, budget_from, read_spec, row_config_text
 from algos.config.presets import ConfigError, checked_settings, load_config
+from algos.config.schema import RLConfig
+from algos.engine.checkpoint import latest_checkpoint
 from algos.engine.models import ModelNotFoundError
+from algos.trainer import run_files
+from algos.trainer.resume import config_differences
 from algos.trainer.train import NonFiniteTrainingError, train
 
 log = logging.getLogger(__name__)
@@ -53,6 +58,13 @@ def seed_overrides(spec: str, row: str, seed: int, model: str | None) -> list[st
     ]
 
 
+def finished_without_checkpoint(out: Path, cfg: RLConfig) -> bool:
+    """A run of ``cfg`` that finished in ``out`` and kept only its files (:mod:`algos.campaign.archive`)."""
+    return (
+        (out / run_files.FINAL_FILE).is_file() and latest_checkpoint(out) is None and not config_differences(out, cfg)
+    )
+
+
 def train_block(
     spec_name: str, row_id: str, seeds: Sequence[int], runs_dir: Path, budget: Budget, model: str | None = None
 ) -> dict[int, str]:
@@ -72,6 +84,9 @@ def train_block(
         started = time.perf_counter()
         try:
             cfg = load_config(settings=settings, overrides=seed_overrides(spec.name, row_id, seed, model))
+            if finished_without_checkpoint(out, cfg):
+                log.info("%s / %s / seed %d finished before (a packed campaign's run): kept", spec.name, row_id, seed)
+                continue
             train(cfg, out, on_config_change="restart", critic_store=runs_dir / CRITIC_STORE_DIR)
         except Exception as error:  # one seed's failure must not cost the block's other seeds
             if isinstance(error, RUN_ERRORS):
