@@ -8,8 +8,10 @@ from algos.campaign.ablations import read_spec
 from algos.campaign.study_design import Sequential
 from algos.config.presets import ConfigError
 from reports.planning.fixed_design import read_basis
+from reports.planning.level_simulation import z_matched_design
 from reports.planning.sequential_plan import comparison_looks, inflation, plan_change, sequential_plan
 from reports.planning.sequential_simulation import LOOKS, simulate
+from reports.statistics.sequential import sequential_design
 
 LEVEL_OF_ONE = 0.05 / 5  # one of DAPO Table 1's five primaries
 
@@ -70,3 +72,18 @@ def test_a_campaign_under_way_keeps_the_looks_it_was_planned_with(tmp_path):
     capped = sequential_plan(spec, read_basis(spec.design.basis), 1024, cap=48)
     message = plan_change(path, capped)
     assert "campaign under way for spec 'dapo_table1'" in message and "cap None -> 48" in message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dapo_table1", "vapo_table1"])
+def test_the_campaigns_plans_are_judged_on_stricter_boundaries_than_before(name):
+    spec = read_spec(name)
+    plan = sequential_plan(spec, read_basis(spec.design.basis), 1024)
+    for c in plan["comparisons"]:
+        now = sequential_design(c["looks"], plan["level"], c["margin"], plan["spending"])
+        before = z_matched_design(c["looks"], plan["level"], c["margin"], plan["spending"])
+        pairs = [
+            *zip(now.direction_levels, before.direction_levels, strict=True),
+            *zip(now.equivalence_levels, before.equivalence_levels, strict=True),
+        ]
+        assert all(new <= 0.6 * old for new, old in pairs), c["row"]
