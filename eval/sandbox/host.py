@@ -93,8 +93,13 @@ STRONG_ISOLATIONS = ("gvisor", "bubblewrap")
 """Where the OS, not a Python guard, keeps the program in, strongest first."""
 SANDBOX_VARIABLE = "RL_SANDBOX"
 """The environment variable that picks a strong isolation instead of the strongest (bubblewrap grades faster)."""
+SANDBOX_COMMANDS = {"gvisor": ("runsc", "runsc"), "bubblewrap": ("bwrap", "bubblewrap")}
+"""Each strong isolation's command and the Debian/Ubuntu package that brings it."""
 UNPRIVILEGED_ID = 65534
 """uid and gid the program runs as under a root grader: ``nobody`` and ``nogroup`` on Linux."""
+INIT_ID = 65533
+"""uid and gid of a gVisor sandbox's init: unprivileged and not the program's, whose signals it is then beyond
+(gVisor's kernel, unlike Linux's, lets a process of init's user stop or kill a PID namespace's init)."""
 WORKER_DIR = Path(__file__).resolve().parent
 WORKER_FILES = ("sandbox_worker.py", "plain_data.py")
 """The program side, bound read-only into the sandbox at /sandbox."""
@@ -103,6 +108,8 @@ SECCOMP_FILE = "/sandbox/seccomp.bpf"
 the filter itself)."""
 WORKER_FLAGS = ("-S", "-E", "-s", "-B", "/sandbox/sandbox_worker.py")
 """How the sandbox's init starts: no site, no environment, no user site, no bytecode written, then the worker."""
+REAPER_FLAGS = ("-S", "-E", "-s", "-B")
+"""The grader's interpreter starting :mod:`eval.sandbox.reaper` without site packages or environment: a few ms."""
 TEARDOWN_S = 5.0
 """How long the grader waits for a killed sandbox to be gone."""
 MAX_DETAIL_CHARS = 8000
@@ -213,9 +220,12 @@ class WeakIsolationError(RuntimeError):
 
 @functools.cache
 def detect_isolation() -> Isolation:
-    """The strongest isolation that works here (tried once per process): gVisor when ``runsc`` is installed and
-    starts a sandbox, else bubblewrap when ``bwrap`` does, else the fallback, with the reasons. ``$RL_SANDBOX``
-    (one of STRONG_ISOLATIONS) asks for one instead: SandboxError where it is unknown or cannot start here."""
+    """The strongest isolation installed here (chosen once per process): gVisor where ``runsc`` is installed, else
+    bubblewrap where ``bwrap`` is, else the fallback, with the reasons. An installed sandbox that cannot start one
+    is a SandboxError, never a quiet step down to the next: a machine whose gVisor breaks (say, its processes'
+    limit filled) would otherwise grade under another tier than the one its evaluations record elsewhere.
+    ``$RL_SANDBOX`` (one of STRONG_ISOLATIONS) asks for one instead: SandboxError where it is unknown or cannot
+    start here."""
     wanted = os.environ.get(SANDBOX_VARIABLE, "")
     if wanted:
         if wanted not in STRONG_ISOLATIONS:
@@ -230,6 +240,9 @@ def detect_isolation() -> Isolation:
         isolation = strong_isolation(kind)
         if isinstance(isolation, Isolation):
             return isolation
+        if shutil.which(SANDBOX_COMMANDS[kind][0]) is not None:
+            others = ", ".join(other for other in STRONG_ISOLATIONS if other != kind)
+            raise SandboxError(f"{isolation}; set {SANDBOX_VARIABLE} to another sandbox ({others}) to grade with it")
         reasons.append(isolation)
     return _fallback("; ".join(reasons))
 
@@ -239,7 +252,7 @@ def strong_isolation(kind: str) -> Isolation | str:
     """The isolation ``kind`` (one of STRONG_ISOLATIONS) when it starts a sandbox here, else why not."""
     if kind not in STRONG_ISOLATIONS:
         raise ValueError(f"unknown strong isolation {kind!r}; choose from {', '.join(STRONG_ISOLATIONS)}")
-    command, package = {"gvisor": ("runsc", "runsc"), "bubblewrap": ("bwrap", "bubblewrap")}[kind]
+    command, package = SANDBOX_COMMANDS[kind]
     path = shutil.which(command)
     if path is None:
         return f"{kind} is not installed (the `{command}` command; Debian/Ubuntu package `{package}`)"
@@ -366,6 +379,8 @@ def _judged(
             stderr = sandbox.stderr_tail()
         _replayed(test, plan, outcomes)  # the program has ended: nothing it does can follow the verdict
         return "passed", ""
+    except SandboxError as error:  # before the program ran: no verdict on it
+        return "error", str(error)
     except ProgramFailed as error:
         return "failed", str(error)
     except ProgramTimedOut as error:
@@ -483,14 +498,16 @@ class Sandbox:
         self._init: int | None = None
         try:
             self._process = self._start()
+            self._await_ready()
             reply = self._exchange({"program": program}, "loading the program")
         except BaseException:
             self.close()
             raise
         if not reply.get("loaded"):
             error = reply.get("error", f"unexpected reply {str(reply)[:80]}")
+            tail = self.stderr_tail()
             self.close()
-            raise ProgramFailed(f"the program did not load: {error}\n{self.stderr_tail()}")
+            raise ProgramFailed(f"the program did not load: {error}\n{tail}")
 
     def __enter__(self) -> Sandbox:
         return self
@@ -543,7 +560,7 @@ class Sandbox:
         return call
 
     def stderr_tail(self) -> str:
-        """The end of the program's stderr (diagnostics only: the program writes it)."""
+        """The end of the program's stderr (diagnostics only: the program writes it); "" once the sandbox is closed."""
         try:
             end = self._stderr.seek(0, os.SEEK_END)
             self._stderr.seek(max(0, end - self.limits.stderr_tail_bytes))
@@ -591,6 +608,7 @@ class Sandbox:
         if self._bundle is not None:
             self._bundle.remove()
             self._bundle = None
+        self._stderr.close()
 
     # Starting.
 
@@ -624,6 +642,8 @@ class Sandbox:
                 command = [command[0], "--seccomp", str(passed[-1]), *command[1:]]
         if self._cgroup is not None:
             command = _joining(self._cgroup.procs_files, command)
+        if self.isolation.strong:  # outside the cgroup, the parent that reaps what the sandbox's command leaves
+            command = [sys.executable, *REAPER_FLAGS, str(WORKER_DIR / "reaper.py"), *command]
         # Its own open file description: flags the program sets on its stderr (O_DIRECT, say) stay off the grader's.
         stderr = os.open(f"/proc/self/fd/{self._stderr.fileno()}", os.O_WRONLY | os.O_APPEND)
         try:
@@ -674,7 +694,7 @@ class Sandbox:
         tree = self.limits.max_processes if self.isolation.cgroups else SINGLE_PROCESS
         # The sandbox's kernel counts the tasks the program starts, not its init and its own process.
         processes = max(0, tree - SINGLE_PROCESS)
-        worker = [view.interpreter, *WORKER_FLAGS, self._worker_limits(processes), str(UNPRIVILEGED_ID)]
+        worker = [view.interpreter, *WORKER_FLAGS, self._worker_limits(processes), str(UNPRIVILEGED_ID), str(INIT_ID)]
         files = [(str(WORKER_DIR / name), f"/sandbox/{name}") for name in WORKER_FILES]
         tmp_bytes = self.limits.max_file_bytes if self.isolation.cgroups else None
         rules = seccomp.filter_for_this_machine()
@@ -715,6 +735,7 @@ class Sandbox:
             *WORKER_FLAGS,
             self._worker_limits(processes),
             str(UNPRIVILEGED_ID if root else -1),
+            str(UNPRIVILEGED_ID if root else -1),  # Linux keeps the namespace's init from its processes' signals
         ]
 
     def _make_workdir(self) -> str:
@@ -738,12 +759,26 @@ class Sandbox:
 
     # Talking.
 
+    def _await_ready(self) -> None:
+        """Wait for the worker to say that the sandbox stands; SandboxError where it ends, or the deadline passes,
+        first: no program has been sent, so whatever went wrong is the sandbox's, not the program's."""
+        try:
+            reply = self._reply("starting the sandbox")
+        except (ProgramFailed, ProgramTimedOut, ProgramCrashed) as error:
+            raise SandboxError(f"the {self.isolation.kind} sandbox did not start: {error}") from None
+        if reply != {"ready": True}:
+            raise SandboxError(f"the {self.isolation.kind} sandbox did not start: it said {str(reply)[:80]}")
+
     def _exchange(self, request: dict[str, Any], doing: str) -> dict[str, Any]:
         """Send ``request``, wait for the reply until the deadline, and return it."""
         if self._process is None:
             raise ProgramFailed(f"the sandbox is closed ({doing})")
+        self._send(plain_data.frame(request), doing)
+        return self._reply(doing)
+
+    def _reply(self, doing: str) -> dict[str, Any]:
+        """The next message from the sandbox, waited for until the deadline."""
         try:
-            self._send(plain_data.frame(request), doing)
             header = self._receive(plain_data.HEADER.size, doing)
             (size,) = plain_data.HEADER.unpack(header)
             if size > self.limits.max_reply_bytes:

@@ -3,6 +3,8 @@
 Runs inside the sandbox (see :mod:`eval.sandbox.host`), standard library only. The grader sends
 length-prefixed JSON messages on this process's stdin and reads the replies on its stdout:
 
+0. the worker first says ``{"ready": true}``, once the sandbox around it stands (its filter, limits and user),
+   before it reads anything: a sandbox that ends before saying it did not start, whatever the program;
 1. ``{"program": source}`` -> ``{"loaded": true}``, or ``{"loaded": false, "error": ...}`` when the
    program does not compile or raises (``SystemExit`` included) while it runs.
 2. then any number of ``{"calls": [call, ...]}``, each call ``{"call": name, "args": tree, "kwargs":
@@ -14,8 +16,9 @@ Nothing here decides pass or fail: the grader compares the values it receives, s
 forges a reply has only chosen a return value. Before the program runs, the channel moves to
 private descriptors and stdin/stdout point at /dev/null, so its prints cannot break the framing.
 
-Run as the sandbox's init, ``python -S -E -s -B sandbox_worker.py LIMITS_JSON DROP_TO_UID [FILTER]``
-(DROP_TO_UID -1: keep the current user; FILTER, a seccomp filter's file to load first; see :func:`main`).
+Run as the sandbox's init, ``python -S -E -s -B sandbox_worker.py LIMITS_JSON DROP_TO_UID INIT_UID [FILTER]``
+(DROP_TO_UID: the program's user, INIT_UID: init's own, -1: keep the current user; FILTER, a seccomp filter's file
+to load first; see :func:`main`).
 :mod:`eval.sandbox.process_sandbox` imports :func:`serve` for the fallback sandbox.
 """
 
@@ -86,8 +89,10 @@ def private_channel() -> tuple[int, int]:
 
 
 def serve(requests: int, replies: int) -> NoReturn:
-    """Load the program from the first request, answer calls until the grader closes the pipe, then exit 0."""
+    """Say the sandbox stands, load the program from the first request, answer calls until the grader closes the pipe,
+    then exit 0."""
     send = _sender(replies)
+    send({"ready": True})
     message = _receive(requests)
     source = message.get("program") if message else None
     if not isinstance(source, str):
@@ -205,7 +210,9 @@ def main(argv: list[str]) -> NoReturn:
     """The sandbox's init (PID 1 of its namespace): under the seccomp filter where it is to load it (gVisor's
     sandbox; bubblewrap loads it before), made non-dumpable and limited as the program will be, fork the
     server, drop both to the program's user, then reap every process orphaned to init until the server
-    ends, and end the same way.
+    ends, and end the same way. Init drops to ``init_uid``: the program's own where the kernel keeps a PID
+    namespace's init from its signals (Linux), another where it does not (gVisor's, where a stop signal from the
+    program would otherwise stop init), so the program may not signal it at all.
 
     The server sets RLIMIT_NPROC once forked: Linux counts the processes of the user it drops to (init's
     and its own included), gVisor's kernel those that user's processes start, and gVisor's would count
@@ -217,9 +224,9 @@ def main(argv: list[str]) -> NoReturn:
     a signal. The server, not init, runs the program: init ignores signals from
     inside its namespace that it does not handle, which would hide a crash.
     """
-    limits, drop_to = json.loads(argv[1]), int(argv[2])
-    if len(argv) > 3:
-        load_filter(argv[3])
+    limits, drop_to, init_uid = json.loads(argv[1]), int(argv[2]), int(argv[3])
+    if len(argv) > 4:
+        load_filter(argv[4])
     requests, replies = private_channel()
     not_dumpable()
     apply_limits(limits, None)
@@ -234,8 +241,8 @@ def main(argv: list[str]) -> NoReturn:
         serve(requests, replies)
     os.close(requests)
     os.close(replies)
-    if drop_to >= 0:
-        drop_privileges(drop_to)
+    if init_uid >= 0:
+        drop_privileges(init_uid)
     while True:
         pid, status = os.wait()
         if pid == server:

@@ -346,6 +346,39 @@ def test_the_environment_picks_a_strong_isolation_and_an_unknown_one_is_an_error
         detect_isolation.__wrapped__()
 
 
+def test_an_installed_sandbox_that_cannot_start_is_an_error_not_a_step_down(monkeypatch, bubblewrap_isolation):
+    monkeypatch.delenv("RL_SANDBOX", raising=False)
+    broken = "gvisor cannot start a sandbox here: SandboxError: the gvisor sandbox did not start"
+    tiers = {"gvisor": broken, "bubblewrap": bubblewrap_isolation}
+    monkeypatch.setattr(sandbox_module, "strong_isolation", tiers.get)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    with pytest.raises(SandboxError, match=f"{broken}; set RL_SANDBOX to another sandbox \\(bubblewrap\\)"):
+        detect_isolation.__wrapped__()
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "runsc" else f"/usr/bin/{name}")
+    assert detect_isolation.__wrapped__() is bubblewrap_isolation  # not installed: the next tier, as documented
+
+
+def test_a_sandbox_that_does_not_start_is_an_error_not_a_failed_program(gvisor_isolation, tmp_path, monkeypatch):
+    runsc = tmp_path / "runsc"
+    runsc.write_text("#!/bin/sh\necho 'running container: starting container: /tmp: input/output error' >&2\nexit 2\n")
+    runsc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    result = calls("def add(a, b):\n    return a + b\n", gvisor_isolation, ("add", (2, 3), 5))
+    assert result.status == "error", result
+    assert "the gvisor sandbox did not start: the program exited with status 2" in result.detail
+    assert "/tmp: input/output error" in result.detail
+
+
+def test_a_grading_leaves_no_file_open(isolation, recwarn):
+    import gc
+
+    warnings_before = len(recwarn)
+    assert calls("def add(a, b):\n    return a + b\n", isolation, ("add", (2, 3), 5)).passed
+    assert calls("raise ValueError('no')\n", isolation).status == "failed"
+    gc.collect()
+    assert not [w for w in list(recwarn)[warnings_before:] if issubclass(w.category, ResourceWarning)]
+
+
 def test_program_failure_is_an_exception_for_direct_use(isolation):
     with pytest.raises(ProgramFailed, match="did not load"):
         Sandbox("raise ValueError('no')", FAST, isolation)
