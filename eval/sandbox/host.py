@@ -496,6 +496,7 @@ class Sandbox:
         self._bundle: gvisor.Bundle | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._init: int | None = None
+        self._drain: threading.Thread | None = None
         try:
             self._process = self._start()
             self._await_ready()
@@ -596,6 +597,9 @@ class Sandbox:
             if self._cgroup is not None:
                 self._cgroup.kill(TEARDOWN_S)
             process.wait()
+        if self._drain is not None:  # its pipe ends with the sandbox's processes
+            self._drain.join(TEARDOWN_S)
+            self._drain = None
         if self._init is not None:
             os.close(self._init)
             self._init = None
@@ -646,6 +650,12 @@ class Sandbox:
             command = [sys.executable, *REAPER_FLAGS, str(WORKER_DIR / "reaper.py"), *command]
         # Its own open file description: flags the program sets on its stderr (O_DIRECT, say) stay off the grader's.
         stderr = os.open(f"/proc/self/fd/{self._stderr.fileno()}", os.O_WRONLY | os.O_APPEND)
+        if self._bundle is not None:  # gVisor's kernel writes to a host file past RLIMIT_FSIZE: a pipe, copied capped
+            drained, written = os.pipe()
+            copy = (drained, stderr, self.limits.max_file_bytes)
+            self._drain = threading.Thread(target=_capped_copy, args=copy, daemon=True)
+            self._drain.start()
+            stderr = written
         try:
             process = subprocess.Popen(
                 command,
@@ -860,6 +870,19 @@ class Sandbox:
         if memory_hit and self.isolation.kind == "gvisor":  # the host's kill may end the sandbox's kernel itself
             return ProgramCrashed(f"ended with status {code}{memory} while {doing}\n{tail}")
         return ProgramFailed(f"the program exited with status {code} while {doing}\n{tail}")
+
+
+def _capped_copy(source: int, capture: int, most: int) -> None:
+    """Copy the pipe ``source`` to the descriptor ``capture`` until the pipe's end, keeping its first ``most`` bytes
+    (the rest read and dropped, so the program's writes neither block nor grow the file); closes both."""
+    kept = 0
+    try:
+        while chunk := os.read(source, 2**16):
+            if kept < most:
+                kept += os.write(capture, chunk[: most - kept])
+    finally:
+        os.close(source)
+        os.close(capture)
 
 
 def _returned(name: str, outcome: dict[str, Any]) -> Any:

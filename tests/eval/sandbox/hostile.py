@@ -684,6 +684,19 @@ ATTACKS: dict[str, tuple[str, str]] = {
         "    import os, signal\n    os.kill({grader_pid}, signal.SIGKILL)\n    return True\n",
     ),
     "kill-everything": ("signals", RETURN_WRONG + FRESH_POSIX + "import signal\nposix.kill(-1, signal.SIGKILL)\n"),
+    "stop-the-sandboxs-init": (
+        "signals",
+        _right_if_it_worked(
+            "import os, signal, time\n"
+            "for stop in (signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):\n"
+            "    try:\n"
+            "        os.kill(1, stop)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "time.sleep(0.2)\n"
+            "worked = open('/proc/1/stat').read().rsplit(')', 1)[1].split()[0] == 'T'\n"
+        ),
+    ),
     "kill-all-pids": (
         "signals",
         "    import os, signal\n"

@@ -8,6 +8,8 @@ import os
 import platform
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -377,6 +379,32 @@ def test_a_grading_leaves_no_file_open(isolation, recwarn):
     assert calls("raise ValueError('no')\n", isolation).status == "failed"
     gc.collect()
     assert not [w for w in list(recwarn)[warnings_before:] if issubclass(w.category, ResourceWarning)]
+
+
+def test_the_stderr_capture_stops_at_max_file_bytes(each_strong_isolation):
+    program = "import os\ndef flood(mb):\n    chunk, sent = b'x' * 2**16, 0\n    while sent < mb * 2**20:\n"
+    program += "        try:\n            sent += os.write(2, chunk)\n        except OSError:\n            return sent\n"
+    program += "    return sent\n"
+    limits = SandboxLimits(timeout_s=20.0, max_file_bytes=2**20)
+    with Sandbox(program, limits, each_strong_isolation) as sandbox:
+        sandbox.call("flood", 8)  # gVisor's kernel takes all 8 MiB; bubblewrap's RLIMIT_FSIZE stops the writes at 1
+        time.sleep(0.5)  # what is still in flight
+        assert os.fstat(sandbox._stderr.fileno()).st_size <= limits.max_file_bytes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gvisor", "bubblewrap"])
+def test_no_zombie_is_left_where_nothing_reaps_orphans(kind):
+    isolation_of(kind)
+    if os.geteuid() != 0:
+        pytest.skip("a PID namespace of its own needs root")
+    command = ["-m", "tests.eval.sandbox.reaping", "--gradings", "6", "--processes", "2", "--isolation", kind]
+    done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=600)
+    report = json.loads(done.stdout)
+    assert report["pid 1"] == "timeout"
+    for part, gradings in (("one process", 6), ("processes in a row", 2)):
+        assert report[part]["verdicts right"] == gradings and report[part]["tiers"] == [kind], report
+        assert report[part]["zombies"] == 0, report
 
 
 def test_program_failure_is_an_exception_for_direct_use(isolation):
