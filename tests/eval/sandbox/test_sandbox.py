@@ -382,9 +382,17 @@ def test_a_grading_leaves_no_file_open(isolation, recwarn):
 
 
 def test_the_stderr_capture_stops_at_max_file_bytes(each_strong_isolation):
-    program = "import os\ndef flood(mb):\n    chunk, sent = b'x' * 2**16, 0\n    while sent < mb * 2**20:\n"
-    program += "        try:\n            sent += os.write(2, chunk)\n        except OSError:\n            return sent\n"
-    program += "    return sent\n"
+    program = """\
+import os
+def flood(mb):
+    chunk, sent = b"x" * 2**16, 0
+    while sent < mb * 2**20:
+        try:
+            sent += os.write(2, chunk)
+        except OSError:
+            return sent
+    return sent
+"""
     limits = SandboxLimits(timeout_s=20.0, max_file_bytes=2**20)
     with Sandbox(program, limits, each_strong_isolation) as sandbox:
         sandbox.call("flood", 8)  # gVisor's kernel takes all 8 MiB; bubblewrap's RLIMIT_FSIZE stops the writes at 1
