@@ -33,7 +33,10 @@ namespaces and limits:
   region of a read-only file into one huge page, ``MADV_PAGEOUT`` and ``MADV_COLD`` evict or age its pages),
   ``fcntl``'s write-lifetime hints (``F_SET_RW_HINT``, ``F_SET_FILE_RW_HINT``: stored on the inode by an owner
   check alone, no write to the mount), and inotify watches (``inotify_add_watch``, ``inotify_init1``), which
-  read the host-wide rename cookie that every rename moves.
+  read the host-wide rename cookie that every rename moves;
+- a file system's free space (``statfs``, ``fstatfs``, ``ustat``): the files a sandbox sees lie on the host's file
+  systems, whose free space every grading running at the same time can move (its stderr capture grows a host
+  file) and read.
 
 A call from another architecture's ABI (x86-64's 32-bit and x32 entry points) kills the process,
 so the filter cannot be sidestepped through a second system-call table. Built for x86-64 and
@@ -52,7 +55,10 @@ REFUSED = (
     "move_mount", "fsopen", "fsmount", "fspick", "fsconfig", "mount_setattr", "io_uring_setup", "io_uring_enter", "io_uring_register", "io_setup", "io_submit", "io_getevents",
     "io_pgetevents", "io_cancel", "io_destroy", "bpf", "perf_event_open", "userfaultfd", "open_by_handle_at",
     "fanotify_init", "socket", "socketpair", "splice", "vmsplice", "tee", "inotify_init1", "inotify_add_watch",
+    "statfs", "fstatfs", "ustat",
 )  # fmt: skip
+ABSENT = {"aarch64": ("ustat",)}
+"""Refused calls an architecture does not have."""
 MADV_COLD, MADV_PAGEOUT, MADV_COLLAPSE = 20, 21, 25
 F_SET_RW_HINT, F_SET_FILE_RW_HINT = 1036, 1038
 REFUSED_ARGUMENTS: dict[str, tuple[int, tuple[int, ...]]] = {
@@ -73,7 +79,8 @@ SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
         "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333, "bpf": 321,
         "perf_event_open": 298, "userfaultfd": 323, "open_by_handle_at": 304, "fanotify_init": 300, "clone": 56,
         "clone3": 435, "socket": 41, "socketpair": 53, "splice": 275, "tee": 276, "vmsplice": 278,
-        "inotify_init1": 294, "inotify_add_watch": 254, "madvise": 28, "fcntl": 72,
+        "inotify_init1": 294, "inotify_add_watch": 254, "madvise": 28, "fcntl": 72, "statfs": 137, "fstatfs": 138,
+        "ustat": 136,
     },
     "aarch64": {
         "keyctl": 219, "add_key": 217, "request_key": 218, "shmget": 194, "memfd_create": 279, "fallocate": 47,
@@ -87,7 +94,7 @@ SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
         "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292, "bpf": 280,
         "perf_event_open": 241, "userfaultfd": 282, "open_by_handle_at": 265, "fanotify_init": 262, "clone": 220,
         "clone3": 435, "socket": 198, "socketpair": 199, "splice": 76, "tee": 77, "vmsplice": 75,
-        "inotify_init1": 26, "inotify_add_watch": 27, "madvise": 233, "fcntl": 25,
+        "inotify_init1": 26, "inotify_add_watch": 27, "madvise": 233, "fcntl": 25, "statfs": 43, "fstatfs": 44,
     },
 }  # fmt: skip
 """Each architecture's system-call numbers (the kernel's unistd tables): REFUSED's, REFUSED_ARGUMENTS', and
@@ -117,6 +124,11 @@ def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> 
     return struct.pack("=HBBI", code, jump_true, jump_false, k)
 
 
+def refused_on(machine: str) -> tuple[str, ...]:
+    """The calls of REFUSED that ``machine`` has."""
+    return tuple(name for name in REFUSED if name not in ABSENT.get(machine, ()))
+
+
 def build_filter(machine: str) -> bytes:
     """The filter program for ``machine`` (a key of SYSCALL_NUMBERS) as bubblewrap reads it."""
     numbers = SYSCALL_NUMBERS[machine]
@@ -138,7 +150,7 @@ def build_filter(machine: str) -> bytes:
         _instruction(RETURN, REFUSE),
         _instruction(RETURN, ALLOW),
     ]
-    for name in REFUSED:
+    for name in refused_on(machine):
         program += [_instruction(JUMP_IF_EQUAL, numbers[name], jump_false=1), _instruction(RETURN, REFUSE)]
     for name, (argument, values) in REFUSED_ARGUMENTS.items():
         # The call's own block: load the argument's low word, refuse each value, allow the rest.

@@ -197,10 +197,12 @@ SHARED_STATE_PROBES: dict[str, str] = {
     + _kernel_took("fcntl.fcntl(own, 1036, struct.pack('Q', 2))  # F_SET_RW_HINT"),
     "rename-cookie-watch": LIBC + "watcher = libc.syscall({inotify_init1}, 0)\n"
     "worked = watcher >= 0 and libc.inotify_add_watch(watcher, b'/', 0x40) >= 0  # IN_MOVED_FROM\n",
+    "free-space-of-a-seen-file": "import os, sys\nworked = os.statvfs(sys.executable).f_bfree > 0\n",
 }
 """Probes (statements setting ``worked``) of calls that leave state a later grading can read without writing a file:
 a shared file's page-cache folios rebuilt or evicted, an inode's write-lifetime hint, and a watch that reads the
-host's rename cookie. Each is taken by the kernel outside the sandbox (tests/eval/sandbox/test_hostile.py runs them
+host's rename cookie; and the free space of the file system under a file the sandbox sees, which a grading running
+beside it moves by growing its stderr capture. Each is taken by the kernel outside the sandbox (tests/eval/sandbox/test_hostile.py runs them
 bare); the filter refuses them inside."""
 
 
