@@ -5,8 +5,9 @@
   ``\\emptyset``, ``≤`` is ``\\le``, ``²`` is ``^{2}``, ``½`` is ``\\frac{1}{2}``); a one-cell array or
   matrix as its cell; an answer that is a number written in English words (``\\text{seven}``,
   ``twenty-one``) as the number; digit groups of three set apart by TeX spacing (``1\\,000\\;000``,
-  ``1\\ 000``, ``1~000``) as one number; scientific notation written with a letter x (``1.5 x 10^6``) or
-  a typeset e (``1.2\\text{e}3``) as a power of ten (``1.2 \\times 10^{3}``).
+  ``1\\ 000``, ``1~000``) as one number; scientific notation written with a letter x (``1.5 x 10^6``), a
+  typeset e (``1.2\\text{e}3``) or, for a whole answer, a bare e and an unsigned exponent (``1.2e3``) as a power of
+  ten (``1.2 \\times 10^{3}``).
 - :func:`as_interval`: an inequality in one variable, a double inequality or set-builder notation of
   one (``x \\ge 3``, ``-1 < x \\le 4``, ``\\{x \\mid x < 2\\}``) as the interval it describes.
 - :func:`arithmetic_value`: an arithmetic expression of numbers (``3 \\times 4 + \\frac{6}{3}``) as its
@@ -27,6 +28,9 @@ MAX_FORM_CHARS = 2000
 _SPACED_GROUP = re.compile(r"(?<=\d)(?:\\[,:; !]|~|\\thinspace\b\s*|\\(?:hspace|kern)\{[^{}]{0,20}\})(?=\d{3}(?!\d))")
 _LETTER_TIMES_TEN = re.compile(r"(?<=\d)\s*[xX]\s*(?=10\s*\^)")
 _TYPESET_E = re.compile(r"(?<=\d)\\(?:text|mathrm)\{[eE]\}([-+]?\d+)")
+_BARE_E = re.compile(r"^([-+]?(?:\d+\.\d*|\.\d+|\d+))[eE](\d+)$")
+"""A whole answer in bare e-notation (``1.2e3``): with its exponent unsigned it cannot be a product with e plus or
+minus a number (``3e+1``, ``2e-1``), which keep their symbolic reading."""
 """Longest answer brought to its plain form (as long as the graders' longest answer)."""
 
 _SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-", strict=True))
@@ -107,6 +111,7 @@ def plain_form(answer: str) -> str:
         text = cell.group("cell").strip()
     text = _SPACED_GROUP.sub("", text)
     text = _TYPESET_E.sub(r" \\times 10^{\1}", _LETTER_TIMES_TEN.sub(r" \\times ", text))
+    text = _BARE_E.sub(r"\1 \\times 10^{\2}", text)
     number = _number_in_words(text)
     return str(number) if number is not None else text
 
@@ -239,7 +244,8 @@ def _one_sided(relation: str, bound: str) -> tuple[str, str]:
 _LATEX_ARITHMETIC = ((re.compile(r"\\(?:times|cdot|ast)"), "*"), (re.compile(r"\\div"), "/"))
 _FRACTION = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
 _ARITHMETIC_CHARACTERS = re.compile(r"^[0-9.+\-*/^() ]+$")
-_MAX_ARITHMETIC_CHARS = MAX_FORM_CHARS
+MAX_ARITHMETIC_CHARS = 10_000
+"""Longest arithmetic expression evaluated (a sum of a few thousand terms), in time linear in its length."""
 _MAX_EXPONENT = 64
 _MAX_BITS = 4096
 
@@ -248,7 +254,7 @@ def arithmetic_value(answer: str) -> Fraction | None:
     """The exact value of an arithmetic expression of numbers (``+ - × ÷ · / ^``, ``\\frac``, parentheses), or
     None for anything else (a letter, a list, a comparison) or a value too large to be an answer."""
     text = plain_form(answer).strip().strip("$").rstrip(".").strip()
-    if len(text) > _MAX_ARITHMETIC_CHARS:
+    if len(text) > MAX_ARITHMETIC_CHARS:
         return None
     for pattern, replacement in _LATEX_ARITHMETIC:
         text = pattern.sub(replacement, text)
@@ -267,23 +273,39 @@ def arithmetic_value(answer: str) -> Fraction | None:
 
 
 def _evaluate(node: ast.AST) -> Fraction:
+    """The value of an expression tree of numbers. A chain of operators (``1 + 2 + ... + 1500``) parses into a tree
+    as deep as it is long, down its left side: that side is walked in a loop, so only parentheses and powers
+    (bounded by the graders' bracket depth) recurse."""
+    chain = []
+    while isinstance(node, ast.BinOp):
+        chain.append(node)
+        node = node.left
+    value = _operand(node)
+    for operation in reversed(chain):
+        value = _applied(operation.op, value, _evaluate(operation.right))
+    return value
+
+
+def _operand(node: ast.AST) -> Fraction:
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
         return Fraction(str(node.value))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         value = _evaluate(node.operand)
         return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp):
-        left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Add):
-            return _bounded(left + right)
-        if isinstance(node.op, ast.Sub):
-            return _bounded(left - right)
-        if isinstance(node.op, ast.Mult):
-            return _bounded(left * right)
-        if isinstance(node.op, ast.Div):
-            return _bounded(left / right)
-        if isinstance(node.op, ast.Pow) and right.denominator == 1 and abs(right) <= _MAX_EXPONENT:
-            return _bounded(left ** int(right))
+    raise ValueError("not arithmetic")
+
+
+def _applied(operator: ast.operator, left: Fraction, right: Fraction) -> Fraction:
+    if isinstance(operator, ast.Add):
+        return _bounded(left + right)
+    if isinstance(operator, ast.Sub):
+        return _bounded(left - right)
+    if isinstance(operator, ast.Mult):
+        return _bounded(left * right)
+    if isinstance(operator, ast.Div):
+        return _bounded(left / right)
+    if isinstance(operator, ast.Pow) and right.denominator == 1 and abs(right) <= _MAX_EXPONENT:
+        return _bounded(left ** int(right))
     raise ValueError("not arithmetic")
 
 

@@ -28,6 +28,7 @@ def _box(answer: str) -> str:
 
 
 _LONG_REASONING = "We keep checking the partial sums. " * 300_000  # about 10.5 MB
+_RETRACTED = "The answer is 5. Wait, I made an arithmetic error: 3 + 4 is 7, not 5,"
 
 FORM_CASES: tuple[FormCase, ...] = (
     # a number written as a word
@@ -125,6 +126,11 @@ FORM_CASES: tuple[FormCase, ...] = (
     FormCase("scientific notation", _box(r"1.2 \times 10^{4}"), "1200", "numeric", False),
     FormCase("scientific notation", "The answer is 3.5e3.", "35000", "integer", False),
     FormCase("scientific notation", _box("2.5E-2"), "0.0025", "numeric", False),
+    FormCase("scientific notation", _box("1.2e3"), "1200", "math", True),
+    FormCase("scientific notation", _box("4E5"), "400000", "integer", True),
+    FormCase("scientific notation", _box("1.2e4"), "1200", "math", False),
+    FormCase("scientific notation", _box("3e+1"), "31", "math", False),  # 3e + 1, a product with e
+    FormCase("scientific notation", _box("2e-1"), "0.2", "math", False),
     # digit groups set apart by TeX spacing
     FormCase("spaced digit groups", _box(r"1\ 000\ 000"), "1000000", "math", True),
     FormCase("spaced digit groups", _box(r"12\;345\;678"), "12345678", "numeric", True),
@@ -161,6 +167,13 @@ FORM_CASES: tuple[FormCase, ...] = (
     FormCase("corrected in prose", "The answer is 40. Oops, I mis-added: it should be 42.", "40", "integer", False),
     FormCase("corrected in prose", r"So $\boxed{9}$. Correction: the total is 11.", "9", "numeric", False),
     FormCase("corrected in prose", "Final answer: 6. Let me fix that; the correct answer is 8.", "6", "math", False),
+    # an error of its own named, then a new answer
+    FormCase("error named, answer replaced", f"{_RETRACTED} so the result is 7.", "7", "integer", True),
+    FormCase("error named, answer replaced", r"$\boxed{5}$. I made a mistake: the total is 7.", "7", "math", True),
+    FormCase("error named, answer replaced", "The answer is 5. I've made an error before; it is 5.", "5", "math", True),
+    FormCase("error named, answer replaced", f"{_RETRACTED} so the result is 7.", "5", "integer", False),
+    FormCase("error named, answer replaced", "The answer is 5. Wait, I made an error.", "7", "numeric", False),
+    FormCase("error named, answer replaced", "The result is 7. Then the answer is 5.", "7", "integer", False),
     # an arithmetic expression of a few hundred characters
     FormCase("long arithmetic", _box(" + ".join(str(i) for i in range(1, 121))), "7260", "integer", True),
     FormCase("long arithmetic", _box(r" \times ".join(["2"] * 40)), "1099511627776", "numeric", True),
@@ -168,6 +181,9 @@ FORM_CASES: tuple[FormCase, ...] = (
     FormCase("long arithmetic", _box(" + ".join(str(i) for i in range(1, 121))), "7261", "integer", False),
     FormCase("long arithmetic", _box(" + ".join([*(str(i) for i in range(1, 120)), "x"])), "7260", "numeric", False),
     FormCase("long arithmetic", _box(r" \times ".join(["9^{64}"] * 40)), "0", "integer", False),
+    FormCase("long arithmetic", _box("+".join(["2"] * 1500)), "3000", "math", True),  # 2999 characters
+    FormCase("long arithmetic", _box(" + ".join(str(i) for i in range(1, 1501))), "1125750", "integer", True),
+    FormCase("long arithmetic", _box("+".join(["2"] * 1500)), "3001", "math", False),
     # megabytes of reasoning, the answer in the last line
     FormCase("long response", _LONG_REASONING + "\nThe final answer is $\\boxed{42}$.", "42", "numeric", True),
     FormCase("long response", _LONG_REASONING + "\nThe final answer is $\\boxed{42}$.", "42", "math", True),

@@ -16,7 +16,9 @@ the whole response as a careful human would:
   "this answer is incorrect") states nothing: the response has no answer. After a retraction, or
   with a revision word just before it ("on reflection the answer is really 6"), a later "the answer
   is X" replaces a box or final-answer phrase. A later correction in prose replaces any statement: "it
-  (the answer, the total, ...) should be X", "Correction: ... is X", "the correct answer is X".
+  (the answer, the total, ...) should be X", "Correction: ... is X", "the correct answer is X", and a new
+  answer or result stated after the response names an error of its own ("Wait, I made an arithmetic error:
+  ... so the result is 7"); an error named with no new answer after it leaves the answer as it was.
 - A box's content loses a sentence's closing punctuation (``\\boxed{42.}``, ``\\boxed{x = 5;}``); a
   sentence written in a box (``\\boxed{\\text{The answer is } 12.}``) states what its answer phrase
   states, and a negating one without a phrase states nothing.
@@ -41,8 +43,10 @@ The graders differ in how that answer is compared with the reference:
 A percentage equals the reference read either as its number (12.5 % = 12.5) or as its fraction
 (50 % = 1/2), as math-verify allows. Graders never raise: a malformed response is wrong. They read
 responses of up to :data:`MAX_RESPONSE_CHARS` characters whole (of a longer one, its last
-:data:`MAX_RESPONSE_CHARS`, where its answer is), in time linear in its length, and refuse answers longer than :data:`MAX_ANSWER_CHARS` or nested deeper
-than :data:`MAX_BRACKET_DEPTH`. Beyond that, :func:`grade_math`'s time is bounded by math-verify's
+:data:`MAX_RESPONSE_CHARS`, where its answer is), in time linear in its length, and refuse answers longer than
+:data:`MAX_ANSWER_CHARS` (an arithmetic expression of numbers, up to
+:data:`~eval.benchmarks.answer_forms.MAX_ARITHMETIC_CHARS`, is compared by its value) or nested deeper than
+:data:`MAX_BRACKET_DEPTH`. Beyond that, :func:`grade_math`'s time is bounded by math-verify's
 timeouts, which use ``signal.alarm`` and so work only in a process's main thread: grade in a
 process pool rather than a thread pool when responses may be hostile (in a thread the timeout is
 switched off, and an answer such as ``9^{9^{9^{9}}}`` can keep SymPy busy indefinitely).
@@ -50,6 +54,7 @@ switched off, and an answer such as ``9^{9^{9^{9}}}`` can keep SymPy busy indefi
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 import threading
@@ -109,6 +114,10 @@ _CORRECTION_PHRASE = re.compile(
     rf"\s*:?\s*{_ADVERB}(?P<span>[-+$\\\d(][^\n]*?)(?=\.(?:\s|$)|\n|$)",
     re.IGNORECASE,
 )
+_NAMED_ERROR = re.compile(r"\bI(?:\s+have|'ve)?\s+made\s+an?\s+(?:[a-z]+\s+){0,2}?(?:error|mistake)\b", re.IGNORECASE)
+_RESULT_PHRASE = re.compile(rf"\b(?:answer|result|total|sum|value)\b{_PHRASE_END}", re.IGNORECASE)
+_NAMED_ERROR_REACH = 400
+"""Characters before "the result is X" in which "I made an arithmetic error" makes it replace what came before."""
 _BOX_CLOSING_PUNCTUATION = re.compile(r"(?:\s*(?:[.;,]|\\text\{\s*[.;,]\s*\}))+$")
 _TEXT_COMMAND = re.compile(r"\\(?:text|textbf|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
 _WORD = re.compile(r"(?<!\\)\b[A-Za-z]{2,}\b")
@@ -231,6 +240,10 @@ def _stated_answers(text: str) -> list[str] | None:
         last = max(strong, key=lambda statement: statement[0])
         weak = [statement for statement in weak if statement[2] and _replaces(text, last[1], statement)]
     corrections = [(start, end, answer, None) for start, end, answer in _phrase_statements(_CORRECTION_PHRASE, text)]
+    errors = [match.end() for match in _NAMED_ERROR.finditer(text)]
+    if errors:  # an error named, then a new answer stated: "I made an arithmetic error: ... the result is 7"
+        results = _phrase_statements(_RESULT_PHRASE, text)
+        corrections += [(start, end, answer, None) for start, end, answer in results if _named_before(errors, start)]
     statements = strong + weak + [statement for statement in corrections if statement[2]]
     if not statements:
         return None
@@ -239,6 +252,12 @@ def _stated_answers(text: str) -> list[str] | None:
     if _RETRACTION.search(text, end) or not all(alternatives):
         return []
     return alternatives
+
+
+def _named_before(errors: list[int], start: int) -> bool:
+    """Whether an error is named (its phrase ending at one of the sorted ``errors``) within reach before ``start``."""
+    index = bisect.bisect_right(errors, start)
+    return index > 0 and start - errors[index - 1] <= _NAMED_ERROR_REACH
 
 
 def _replaces(text: str, after: int, statement: tuple[int, int, str, int | None]) -> bool:
@@ -346,6 +365,9 @@ def grade_math(response: str, reference: str, timeout_seconds: int | None = DEFA
     if not golds:
         return False
     stated = _stated_answers(text)
+    if stated and any(len(answer) > MAX_ANSWER_CHARS for answer in stated):  # too long to parse: only arithmetic
+        expected = _as_number(reference)
+        return expected is not None and all(arithmetic_value(answer) == expected for answer in stated)
     searched = [text[-UNSTATED_SEARCH_CHARS:]] if stated is None else stated
     if not searched or any(len(s) > MAX_ANSWER_CHARS or _bracket_depth(s) > MAX_BRACKET_DEPTH for s in searched):
         return False
