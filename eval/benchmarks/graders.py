@@ -122,6 +122,7 @@ _BOX_CLOSING_PUNCTUATION = re.compile(r"(?:\s*(?:[.;,]|\\text\{\s*[.;,]\s*\}))+$
 _TEXT_COMMAND = re.compile(r"\\(?:text|textbf|textrm|mathrm|mbox)\s*\{([^{}]*)\}")
 _WORD = re.compile(r"(?<!\\)\b[A-Za-z]{2,}\b")
 _TRAILING_PERCENT = re.compile(r"\s*\\?%$")
+_INTEGER = re.compile(r"[-+]?[0-9]+")
 _MATH_DELIMITERS = re.compile(r"^(?:\\\(|\\\[)|(?:\\\)|\\\])$")
 _THOUSANDS_SEPARATOR = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _LATEX_NOISE = re.compile(r"\\[,!;: ]|\\\$|\$|\\%|%|~")
@@ -360,14 +361,18 @@ def grade_math(response: str, reference: str, timeout_seconds: int | None = DEFA
     None turns it off.
     """
     timeout_seconds = _usable_timeout(timeout_seconds)
-    golds = [gold for gold in _readings(reference, timeout_seconds) if gold]
     text = _readable(response)
-    if not golds:
-        return False
     stated = _stated_answers(text)
     if stated and any(len(answer) > MAX_ANSWER_CHARS for answer in stated):  # too long to parse: only arithmetic
         expected = _as_number(reference)
         return expected is not None and all(arithmetic_value(answer) == expected for answer in stated)
+    expected = _exact_value(reference)
+    values = [_exact_value(answer) for answer in stated or []]
+    if expected is not None and values and None not in values:  # math-verify's symbolic answer, without its parse
+        return all(value == expected for value in values)
+    golds = [gold for gold in _readings(reference, timeout_seconds) if gold]
+    if not golds:
+        return False
     searched = [text[-UNSTATED_SEARCH_CHARS:]] if stated is None else stated
     if not searched or any(len(s) > MAX_ANSWER_CHARS or _bracket_depth(s) > MAX_BRACKET_DEPTH for s in searched):
         return False
@@ -393,6 +398,16 @@ def grade_math(response: str, reference: str, timeout_seconds: int | None = DEFA
         )
         for predictions in readings
     )
+
+
+def _exact_value(answer: str) -> Fraction | None:
+    """The exact value of an integer or of arithmetic of integers (``1 + 2 + ... + 150``, ``\\frac{3}{4}``), on which
+    math-verify's comparison is symbolic, hence exact; None for anything else, a decimal point included (math-verify
+    compares floats to 6 decimals)."""
+    plain = plain_form(answer).strip().strip("$").rstrip(".").strip()
+    if "." in plain:
+        return None
+    return Fraction(plain) if _INTEGER.fullmatch(plain) else arithmetic_value(plain)
 
 
 def _as_number(answer: str | None) -> Fraction | None:

@@ -163,6 +163,17 @@ def test_a_hedged_answer_is_wrong_unless_every_alternative_is_right(response):
     assert grade_math(r"\boxed{15\frac{39}{40}}, or $\boxed{\frac{639}{40}}$ inches.", r"\frac{639}{40}")
 
 
+def test_integer_arithmetic_is_compared_exactly_without_math_verifys_parse(monkeypatch):
+    sum_to_150 = " + ".join(str(n) for n in range(1, 151))  # 11325: parsed by math-verify, a second of sympy
+    monkeypatch.setattr("eval.benchmarks.graders.parse", lambda *args, **kwargs: pytest.fail("math-verify parsed"))
+    assert grade_math(_boxed(sum_to_150), "11325") and not grade_math(_boxed(sum_to_150), "11326")
+    assert grade_math(_boxed(r"\frac{3}{4} + \frac{1}{4}"), "1") and grade_math(_boxed("2^{10}"), r"\frac{2048}{2}")
+
+
+def test_decimals_keep_math_verifys_comparison_to_six_places():
+    assert grade_math(_boxed("0.3333333"), r"\frac{1}{3}") and not grade_math(_boxed("0.33"), r"\frac{1}{3}")
+
+
 def test_a_percentage_matches_its_number_or_its_fraction_and_gsm8k_numbers_keep_their_form():
     assert grade_math(r"\boxed{50\%}", r"\frac{1}{2}") and grade_math(r"\boxed{50\%}", "50")
     assert grade_math(r"\boxed{\frac{1}{2}}", r"50\%") and not grade_math(r"\boxed{50\%}", "5")
@@ -261,6 +272,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.serial  # within its seconds
 @pytest.mark.parametrize("response", HOSTILE.values(), ids=HOSTILE.keys())
 def test_hostile_responses_fail_fast_without_raising(response):
     for grade in (grade_integer, grade_numeric):
@@ -272,6 +284,7 @@ def test_hostile_responses_fail_fast_without_raising(response):
     assert time.perf_counter() - start < 3.5  # a few math-verify timeouts of 1 s at most
 
 
+@pytest.mark.serial  # within a second
 def test_deep_nesting_is_refused_quickly_even_without_a_timeout():
     start = time.perf_counter()
     assert grade_math("\\boxed{" + "{" * 40 + "3" + "}" * 40 + "}", "3", timeout_seconds=None) is False
