@@ -256,10 +256,25 @@ def config_to_dict(cfg: RLConfig) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
 
 
+HASH_NEUTRAL_DEFAULTS = {"rollout.draws": "stream"}
+"""Keys added after runs were recorded, at the value that reproduces those runs: left out of a config's hash at that
+value (:func:`hashed_config`), so a run recorded before the key existed keeps its hash and resumes."""
+
+
+def hashed_config(cfg: RLConfig) -> dict[str, Any]:
+    """The nested config a hash reads: every section but ``tracking``, without :data:`HASH_NEUTRAL_DEFAULTS` at
+    their neutral value."""
+    relevant = {key: value for key, value in config_to_dict(cfg).items() if key != "tracking"}
+    for dotted, neutral in HASH_NEUTRAL_DEFAULTS.items():
+        section, key = dotted.split(".")
+        if relevant[section][key] == neutral:
+            del relevant[section][key]
+    return relevant
+
+
 def config_hash(cfg: RLConfig) -> str:
     """Short hash of everything that can change a run's numbers (all sections but ``tracking``)."""
-    relevant = {key: value for key, value in config_to_dict(cfg).items() if key != "tracking"}
-    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:12]
+    return hashlib.sha256(json.dumps(hashed_config(cfg), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def diff_from_base(cfg: RLConfig) -> dict[str, Any]:

@@ -470,6 +470,17 @@ class RolloutConfig:
             "static on CUDA where it can run, else eager."
         ),
     )
+    draws: Literal["stream", "keyed"] = Field(
+        "stream",
+        description=(
+            "Where the sampler's random numbers come from, in the rollouts and the held-out evaluations (the same "
+            "distribution either way; algos.engine.keyed_draws). stream: one generator a batch, seeded by (run seed, "
+            "step, round), each number the next of the stream, so a batch's draws shift with its responses' lengths. "
+            "keyed: each number a function of (that seed, problem, sample, position, token), so two runs of one seed "
+            "draw the same numbers for a problem wherever it stands and whatever the rest of the batch does (common "
+            "random numbers between the rows of an ablation)."
+        ),
+    )
     old_logprobs: Literal["auto", "score", "sampler"] = Field(
         "sampler",
         description=(

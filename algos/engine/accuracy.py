@@ -8,6 +8,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from algos.engine.distributed import Processes
+from algos.engine.keyed_draws import DrawKey
 from algos.engine.models import ChatFormat
 from algos.engine.sampling import grade, sample_batches
 from eval.tasks.records import Problem, Verifier
@@ -26,7 +27,7 @@ def responses(
     temperature: float = 1.0,
     top_p: float = 1.0,
     chat: ChatFormat | None = None,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | DrawKey | None = None,
     processes: Processes | None = None,
     prompts_per_batch: int = PROMPTS_PER_BATCH,
     on_step: Callable[[int], None] | None = None,
@@ -74,7 +75,7 @@ def accuracy(
     *,
     temperature: float = 1.0,
     chat: ChatFormat | None = None,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | DrawKey | None = None,
     processes: Processes | None = None,
     prompts_per_batch: int = 128,
     engine: str = "auto",

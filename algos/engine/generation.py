@@ -20,6 +20,10 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from algos.core.logprobs import token_logprobs
+from algos.engine.keyed_draws import KeyedDraws
+
+Draws = torch.Generator | KeyedDraws
+"""Where a sampler's exponentials come from: a stream generator, or draws keyed by their place."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,7 @@ def sample_tokens(
     logits: torch.Tensor,
     temperature: float,
     top_p: float,
-    generator: torch.Generator | None,
+    generator: Draws | None,
     shard: BatchShard | None = None,
 ) -> torch.Tensor:
     """One token per row from softmax(logits / temperature) restricted to the top-p nucleus: (N, V) -> (N,).
@@ -135,6 +139,8 @@ def sample_tokens(
     the device per call: the same tokens from the same generator state, and the same state afterwards.
     With a ``shard``, the rows are drawn as part of the whole batch: the draws fill every (row, token) of
     the input whatever the probabilities, so the draws of these rows equal their draws in one process's batch.
+    With :class:`~algos.engine.keyed_draws.KeyedDraws` each E is a function of its row's key, the position and the
+    token (the same race, the same distribution).
     """
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     if top_p < 1.0:
@@ -149,8 +155,10 @@ def sample_tokens(
     return _exponential_race(whole, generator)[mine]
 
 
-def _exponential_race(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+def _exponential_race(probs: torch.Tensor, generator: Draws | None) -> torch.Tensor:
     """One index per row drawn from ``probs`` (N, V), as ``torch.multinomial(probs, 1)`` draws it: (N,)."""
+    if isinstance(generator, KeyedDraws):
+        return (probs / generator.exponentials(probs)).argmax(dim=-1)
     return (probs / torch.empty_like(probs).exponential_(1, generator=generator)).argmax(dim=-1)
 
 
@@ -165,7 +173,7 @@ def generate(
     temperature: float = 1.0,
     top_p: float = 1.0,
     greedy: bool = False,
-    generator: torch.Generator | None = None,
+    generator: Draws | None = None,
     shard: BatchShard | None = None,
     with_logprobs: bool = False,
     on_step: Callable[[int], None] | None = None,

@@ -20,6 +20,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from algos.engine.distributed import Processes, generate_share
+from algos.engine.keyed_draws import DrawKey, KeyedDraws, row_keys
 from algos.engine.models import ChatFormat, decode_responses, encode_prompts, end_token_ids
 from algos.engine.sequences import SequenceBatch
 from algos.engine.static_decoding import generate_static, resolve_engine
@@ -83,7 +84,7 @@ def sample(
     greedy: bool = False,
     temperature: float = 1.0,
     top_p: float = 1.0,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | DrawKey | None = None,
     processes: Processes | None = None,
     with_logprobs: bool = False,
     on_step: Callable[[int], None] | None = None,
@@ -91,7 +92,9 @@ def sample(
 ) -> Responses:
     """``group_size`` responses to each of ``problems`` in one generation batch: this process's share of the groups.
 
-    Greedy, or sampled at ``temperature`` and nucleus ``top_p`` from ``generator``; ``chat``: how prompts go
+    Greedy, or sampled at ``temperature`` and nucleus ``top_p`` from ``generator``: a stream, or a
+    :class:`~algos.engine.keyed_draws.DrawKey` whose draws are keyed by (its seed, problem id, sample, position,
+    token), the same for a problem wherever it stands in the batch; ``chat``: how prompts go
     through the chat template (None: raw). ``processes`` split the batch into contiguous shares of whole
     groups; every process draws the random numbers of the whole batch, so each row gets the tokens it
     would get in one process (:func:`~algos.engine.distributed.generate_share`). The model runs in eval
@@ -109,6 +112,8 @@ def sample(
     rows = slice(mine.start * group_size, mine.stop * group_size)
     was_training = model.training
     model.eval()
+    if isinstance(generator, DrawKey):
+        generator = KeyedDraws(row_keys(generator, [p.id for p in problems], group_size), device)
     options = {
         "max_new_tokens": max_new_tokens,
         "eos_token_id": end_token_ids(tokenizer, model),

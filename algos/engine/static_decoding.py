@@ -49,7 +49,14 @@ import torch
 from transformers import AttentionInterface, Cache, DynamicCache, PreTrainedModel
 
 from algos.core.logprobs import token_logprobs
-from algos.engine.generation import Generation, cache_keyword, encode_prompts_once, position_ids, sample_tokens
+from algos.engine.generation import (
+    Draws,
+    Generation,
+    cache_keyword,
+    encode_prompts_once,
+    position_ids,
+    sample_tokens,
+)
 
 ENGINES = ("auto", "eager", "static", "compiled")
 """``rollout.engine``: auto (static on CUDA where the model allows it, else eager), eager, static, compiled (static
@@ -376,7 +383,7 @@ def generate_static(
     temperature: float = 1.0,
     top_p: float = 1.0,
     greedy: bool = False,
-    generator: torch.Generator | None = None,
+    generator: Draws | None = None,
     with_logprobs: bool = False,
     on_step: Callable[[int], None] | None = None,
     end_check_every: int = END_CHECK_EVERY,

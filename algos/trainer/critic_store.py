@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 from filelock import FileLock
 
-from algos.config.presets import config_to_dict, flatten
+from algos.config.presets import flatten, hashed_config
 from algos.config.schema import RLConfig
 
 PHASE_FREE_KEYS = (
@@ -61,8 +61,8 @@ def phase_key(cfg: RLConfig) -> str:
     """The store's key for ``cfg``'s critic phases: a digest of every input that can change them."""
     inputs = {
         key: value
-        for key, value in flatten(config_to_dict(cfg)).items()
-        if key not in PHASE_FREE_KEYS and key != "model.name_or_path" and not key.startswith("tracking.")
+        for key, value in flatten(hashed_config(cfg)).items()
+        if key not in PHASE_FREE_KEYS and key != "model.name_or_path"
     }
     payload = json.dumps({"config": inputs, "model": model_digest(cfg.model.name_or_path)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]

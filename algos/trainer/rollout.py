@@ -33,6 +33,7 @@ from algos.core.repetition import tandem_repeats
 from algos.core.rewards import keep_groups, outcome_scores, rewarded_verdicts, token_rewards
 from algos.core.value import explained_variance
 from algos.engine.distributed import Processes, score_share
+from algos.engine.keyed_draws import draw_source
 from algos.engine.models import ChatFormat
 from algos.engine.sampling import Responses, grade, sample
 from algos.engine.seeding import derive_seed
@@ -198,7 +199,7 @@ def _sample_round(
     if ADVANTAGE_ESTIMATORS[cfg.advantage.estimator].facts.needs_baselines:
         greedy = sample(model, tokenizer, problems, greedy=True, **common)
         baselines = _graded(cfg, task, greedy)[1].repeat_interleave(group)  # (P_p G,)
-    generator = torch.Generator(next(model.parameters()).device).manual_seed(seed)
+    generator = draw_source(cfg.rollout.draws, seed, next(model.parameters()).device)
     part = sample(
         model,
         tokenizer,

@@ -52,6 +52,7 @@ from algos.engine.accuracy import accuracy
 from algos.engine.adapters import AdaptersOff
 from algos.engine.checkpoint import Checkpoint, latest_checkpoint, save_checkpoint
 from algos.engine.distributed import Processes, full_optimizer_state, load_full_optimizer_state
+from algos.engine.keyed_draws import draw_source
 from algos.engine.memory import peak_memory_mb, reset_peak_memory
 from algos.engine.models import (
     ChatFormat,
@@ -524,7 +525,7 @@ def held_out_accuracy(
                 policy, tokenizer, problems, task.verifier, greedy=True, **common
             )
         if "t1" in cfg.run.eval_modes:
-            generator = torch.Generator(device).manual_seed(derive_seed(cfg.seed, "eval", step, split))
+            generator = draw_source(cfg.rollout.draws, derive_seed(cfg.seed, "eval", step, split), device)
             metrics[f"eval/{split}/accuracy_t1"] = accuracy(
                 policy, tokenizer, problems, task.verifier, greedy=False, temperature=1.0, generator=generator, **common
             )
