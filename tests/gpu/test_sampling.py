@@ -1,10 +1,11 @@
 """The lean sampler on CUDA: greedy tokens and sampled tokens are those of ``transformers``' ``generate`` on CUDA;
-the static decoder's are the eager loop's, and its graphs survive the garbage collector."""
+the static decoder's are the eager loop's, and its graphs survive the garbage collector; keyed draws are the CPU's."""
 
 import pytest
 import torch
 
 from algos.config.schema import ModelConfig
+from algos.engine.keyed_draws import DrawKey, KeyedDraws, row_keys
 from algos.engine.models import encode_prompts, load_policy, load_tokenizer
 from eval.tasks.config import TaskConfig
 from eval.tasks.sources import make_task
@@ -101,3 +102,12 @@ def test_a_graph_collected_as_garbage_cannot_fall_into_another_capture(on_cuda, 
             assert static_decoding.last_decoder(model).graph is not None
     finally:
         gc.set_threshold(*thresholds)
+
+
+def test_keyed_draws_on_cuda_are_the_cpus():
+    """The hash is exact integer arithmetic on both; only the logarithm may round differently (float64, then float32)."""
+    keys = row_keys(DrawKey(17), ["a", "b", "c"], 4)
+    probs = torch.full((12, 1000), 1e-3)
+    on_cpu, on_gpu = KeyedDraws(keys), KeyedDraws(keys, "cuda")
+    for _ in range(3):
+        assert torch.allclose(on_gpu.exponentials(probs.cuda()).cpu(), on_cpu.exponentials(probs), rtol=1e-6, atol=0)
