@@ -27,6 +27,7 @@ def check(*args: str) -> subprocess.CompletedProcess:
 
 
 @no_cuda
+@pytest.mark.slow
 def test_the_gpu_suite_reports_every_test_skipped_with_its_reason():
     command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-rs", "-p", "no:cacheprovider"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)

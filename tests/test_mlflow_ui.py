@@ -132,6 +132,7 @@ def metrics(run: dict) -> dict[str, float]:
     return {metric["key"]: metric["value"] for metric in run["data"].get("metrics", [])}
 
 
+@pytest.mark.slow
 def test_the_ui_lists_every_spec_row_and_seed_with_the_rows_aggregates(campaign, ui):
     experiments = {e["name"]: e for e in get(f"{ui}/api/2.0/mlflow/experiments/search?max_results=100")["experiments"]}
     for spec in SPECS:
@@ -168,6 +169,7 @@ def check_row(row_dir, row, parent, runs):
     shutil.which("chromium") is None and not os.environ.get("REQUIRE_BROWSER"),
     reason="needs Debian's chromium (REQUIRE_BROWSER=1 makes its absence a failure)",
 )
+@pytest.mark.slow
 def test_chromium_renders_the_runs_view_with_every_row(campaign, ui, tmp_path):
     spec = read_spec(SPECS[0])
     record = json.loads((campaign / f"results/reports/{spec.name}.mlflow.json").read_text())

@@ -17,6 +17,7 @@ from eval.run.evaluate import main as evaluate_main
 EXPERIMENTS = Path(__file__).parent.parent / "experiments" / "smollm2"
 
 
+@pytest.mark.slow
 def test_the_real_model_scores_two_benchmark_problems(smollm2, tmp_path, capsys):
     pytest.importorskip("math_verify")
     out = tmp_path / "gsm8k"
@@ -35,6 +36,7 @@ def test_the_real_model_scores_two_benchmark_problems(smollm2, tmp_path, capsys)
     assert protocol["chat_template_applied"] and protocol["throughput"]["tokens_per_second"] > 0
 
 
+@pytest.mark.slow
 def test_a_lora_run_of_the_real_model_checkpoints_and_resumes(smollm2, tmp_path):
     cfg = load_config(
         "grpo",

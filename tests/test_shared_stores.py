@@ -19,6 +19,7 @@ from tests.test_pipeline_smoke import ENVIRONMENT, TINY
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.serial,  # the cluster's services are the machine's
     needs_extra("workflow", command="snakemake"),
 ]
 BURST_JOBS = 16

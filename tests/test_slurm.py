@@ -15,6 +15,7 @@ from tests.test_pipeline_smoke import ENVIRONMENT, ROOT, TINY
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.serial,  # the cluster's services are the machine's
     needs_extra("workflow", command="snakemake"),
 ]
 

@@ -18,23 +18,27 @@ def snakemake(*args):
     return subprocess.run(["snakemake", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_dry_run_plans_every_preset(benchmarks_dir):  # the default target scores the base on them
     result = snakemake("-n", "--forceall")
     assert result.returncode == 0, result.stderr
     assert "resolve_config" in result.stdout
 
 
+@pytest.mark.slow
 def test_unlock_needs_no_cores():  # the first thing to run after a killed invocation
     result = snakemake("--unlock")
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_lint_is_clean():
     result = snakemake("--lint")
     assert result.returncode == 0 and "good condition" in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("profile", ["local", "slurm", "kubernetes"])
+@pytest.mark.slow
 def test_every_profile_plans_the_ablations(profile):
     if profile != "local":
         require_extra("cluster", module=f"snakemake_executor_plugin_{profile}")
@@ -43,6 +47,7 @@ def test_every_profile_plans_the_ablations(profile):
     assert "train_look_block_0" in result.stdout and "sequential_look" in result.stdout  # the first look of each table
 
 
+@pytest.mark.slow
 def test_a_budget_override_that_erases_a_row_difference_fails_before_any_job(tmp_path):
     (tmp_path / "budget.yaml").write_text("ablations:\n  overrides: [critic.pretrain_steps=5]\n")
     result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "budget.yaml"))
@@ -50,6 +55,7 @@ def test_a_budget_override_that_erases_a_row_difference_fails_before_any_job(tmp
     assert "spec 'vapo_table1': the campaign override 'critic.pretrain_steps=5'" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_seed_cap_above_a_specs_last_look_fails_before_any_job(tmp_path):
     (tmp_path / "cap.yaml").write_text("ablations:\n  max_seeds: 48\n")
     result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "cap.yaml"))
@@ -57,6 +63,7 @@ def test_a_seed_cap_above_a_specs_last_look_fails_before_any_job(tmp_path):
     assert "dr_grpo_bias.yaml: the campaign's seed cap 48 (ablations.max_seeds) is above" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_campaign_under_way_refuses_other_looks(tmp_path):
     plans = tmp_path / "results" / "plans"
     plans.mkdir(parents=True)
@@ -67,6 +74,7 @@ def test_a_campaign_under_way_refuses_other_looks(tmp_path):
     assert "the campaign under way for spec 'gepo_staleness' was planned otherwise (cap 8 -> None" in result.stderr
 
 
+@pytest.mark.slow
 def test_an_unknown_tuned_key_fails_before_any_job(tmp_path):
     (tmp_path / "tuned.yaml").write_text("ablations:\n  tuned: {dapo: [optim.lx=0.1]}\n")
     result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "tuned.yaml"))
@@ -76,6 +84,7 @@ def test_an_unknown_tuned_key_fails_before_any_job(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_hub_model_replaces_the_built_in_base_by_config_alone(tmp_path):
     (tmp_path / "hub.yaml").write_text("model: Qwen/Qwen2.5-Math-1.5B\nablations:\n  step_scale: 1.0\n")
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "hub.yaml"))
@@ -83,6 +92,7 @@ def test_a_hub_model_replaces_the_built_in_base_by_config_alone(tmp_path):
     assert "--model Qwen/Qwen2.5-Math-1.5B" in result.stdout and "base_model" not in result.stdout
 
 
+@pytest.mark.slow
 def test_the_sweep_target_plans_one_job_per_trial_and_a_report():
     result = snakemake("sweep", "-n", "--forceall")
     assert result.returncode == 0, result.stderr
@@ -91,6 +101,7 @@ def test_the_sweep_target_plans_one_job_per_trial_and_a_report():
     )
 
 
+@pytest.mark.slow
 def test_ablation_runs_are_scored_on_the_configured_benchmarks_and_their_report_waits(tmp_path, benchmarks_dir):
     (tmp_path / "scored.yaml").write_text(
         "ablations:\n  specs: [dr_grpo_bias]\n  seeds: 1\n  sequential: false\n  benchmarks: [gsm8k]\nevaluation:\n  backend: auto\n"
@@ -106,6 +117,7 @@ def test_ablation_runs_are_scored_on_the_configured_benchmarks_and_their_report_
     assert "--eval results/eval --benchmarks gsm8k" in result.stdout  # the report reads the scores
 
 
+@pytest.mark.slow
 def test_the_benchmarks_target_scores_the_configured_hub_model_then_reports(tmp_path, benchmarks_dir):
     (tmp_path / "hub.yaml").write_text(
         "model: Qwen/Qwen2.5-Math-1.5B\n"
@@ -120,6 +132,7 @@ def test_the_benchmarks_target_scores_the_configured_hub_model_then_reports(tmp_
     assert "Reporting benchmark scores" in result.stdout and "algos.trainer.sft" not in result.stdout
 
 
+@pytest.mark.slow
 def test_training_processes_launch_each_run_under_accelerate(tmp_path):
     (tmp_path / "training.yaml").write_text(
         "training:\n  processes: 4\n  accelerate_config: experiments/accelerate/fsdp2.yaml\n"
@@ -131,6 +144,7 @@ def test_training_processes_launch_each_run_under_accelerate(tmp_path):
     assert f"OMP_NUM_THREADS=1 {command}" in result.stdout  # one thread per process, not the job's threads each
 
 
+@pytest.mark.slow
 def test_seeds_train_in_blocks_of_the_configured_size(tmp_path):
     (tmp_path / "blocks.yaml").write_text("ablations:\n  specs: [dr_grpo_bias]\n  block_size: 2\n  sequential: false\n")
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "blocks.yaml"))
@@ -141,12 +155,14 @@ def test_seeds_train_in_blocks_of_the_configured_size(tmp_path):
 
 
 @pytest.mark.parametrize("size", ["0", "-1", "1.5"])
+@pytest.mark.slow
 def test_a_block_size_that_is_not_a_positive_integer_fails_naming_the_key(size, tmp_path):
     (tmp_path / "blocks.yaml").write_text(f"ablations:\n  block_size: {size}\n")
     result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "blocks.yaml"))
     assert result.returncode == 2 and "ablations.block_size:" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_planned_campaign_runs_the_pilot_then_plans_its_seeds(tmp_path):
     (tmp_path / "planned.yaml").write_text("ablations:\n  specs: [dr_grpo_bias]\n  plan: true\n  sequential: false\n")
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "planned.yaml"))
@@ -157,6 +173,7 @@ def test_a_planned_campaign_runs_the_pilot_then_plans_its_seeds(tmp_path):
     assert "python -m reports.plan_seeds --spec dr_grpo_bias" in result.stdout
 
 
+@pytest.mark.slow
 def test_the_calibration_target_trains_one_row_with_its_seeds_then_reports():
     result = snakemake("calibration", "-n", "--forceall", "-p")
     assert result.returncode == 0, result.stderr
@@ -166,6 +183,7 @@ def test_the_calibration_target_trains_one_row_with_its_seeds_then_reports():
     assert "python -m reports.calibration --spec dapo_table1 --row naive_grpo" in result.stdout
 
 
+@pytest.mark.slow
 def test_the_models_target_converts_each_packaged_model():
     result = snakemake("models", "-n", "--forceall", "-p")
     assert result.returncode == 0, result.stderr
@@ -175,6 +193,7 @@ def test_the_models_target_converts_each_packaged_model():
     assert command in result.stdout
 
 
+@pytest.mark.slow
 def test_a_designed_campaign_runs_the_seeds_its_basis_sizes_after_the_basis_seeds(tmp_path):
     (tmp_path / "designed.yaml").write_text("ablations:\n  specs: [dapo_table1]\n  basis: true\n  sequential: false\n")
     result = snakemake("ablations", "-n", "--forceall", "-p", "--configfile", str(tmp_path / "designed.yaml"))
@@ -198,6 +217,7 @@ def test_a_misspelt_key_stops_the_workflow_before_any_job_with_one_line():
 
 
 @pytest.mark.parametrize("folder", [None, "empty"])
+@pytest.mark.slow
 def test_missing_benchmark_data_stops_the_workflow_before_any_job(folder, tmp_path):
     environment = {key: value for key, value in os.environ.items() if key != "RL_BENCHMARKS_DIR"}
     if folder:
@@ -214,6 +234,7 @@ def test_missing_benchmark_data_stops_the_workflow_before_any_job(folder, tmp_pa
     )
 
 
+@pytest.mark.slow
 def test_a_tracking_server_that_does_not_answer_stops_the_workflow_before_its_first_job(tmp_path):
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))

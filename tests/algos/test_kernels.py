@@ -22,6 +22,7 @@ def python(code: str, **env: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.skipif(not X86, reason="the pins are x86-64 instruction sets")
 @pytest.mark.parametrize("entry", ["algos.trainer.train", "eval.run.evaluate"])
+@pytest.mark.slow
 def test_every_command_line_runs_torch_on_avx2_kernels(entry):
     result = python(
         f"import {entry}, torch, os; print(torch.backends.cpu.get_cpu_capability(), os.environ['MKL_CBWR'])"
@@ -54,6 +55,7 @@ def test_the_environment_record_names_cpu_kernels_threads_and_packages():
 
 
 @pytest.mark.skipif(not X86, reason="the pins are x86-64 instruction sets")
+@pytest.mark.slow
 def test_a_torch_that_chose_its_kernels_before_algos_is_named_in_a_warning():
     late = python(
         "import torch; torch.ones(8, 8) @ torch.ones(8, 8); from algos.kernels import unpinned_kernels; "

@@ -84,6 +84,7 @@ def test_both_sides_train_on_the_same_prompts_every_step():
     assert [p.prompt for p in problems] == [p.prompt for p in training_problems(work)]
 
 
+@pytest.mark.slow
 def test_a_tiny_run_times_every_side_on_the_same_workload(tiny_base, tmp_path):
     import_peer("trl")
     out = tmp_path / "report.json"

@@ -102,6 +102,7 @@ def test_bad_sweep_settings_fail_before_any_trial(tmp_path, fields, message):
         read_sweep("tiny", write_sweep(tmp_path, **fields))
 
 
+@pytest.mark.slow
 def test_stop_training_from_the_evaluation_callback_ends_the_run(tiny_base, tmp_path):
     cfg = load_config("grpo", overrides=[*TINY_BUDGET, f"model.name_or_path={tiny_base}", "run.steps=3"])
     seen = []
@@ -117,6 +118,7 @@ def test_stop_training_from_the_evaluation_callback_ends_the_run(tiny_base, tmp_
     assert [row["step"] for row in run_files.read_metrics(tmp_path / "run")] == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_trials_report_their_objective_and_a_resumed_study_continues(tiny_base, tmp_path):
     spec = read_sweep("tiny", write_sweep(tmp_path))
     out, extra = tmp_path / "study", (f"model.name_or_path={tiny_base}",)
@@ -141,6 +143,7 @@ def test_trials_report_their_objective_and_a_resumed_study_continues(tiny_base, 
     assert resumed["trial"] == 2
 
 
+@pytest.mark.slow
 def test_a_trial_below_the_median_is_pruned(tiny_base, tmp_path):
     spec = read_sweep("tiny", write_sweep(tmp_path, pruner={"name": "median", "startup_trials": 2}, seeds=1))
     out = tmp_path / "study"
@@ -159,6 +162,7 @@ def test_a_trial_below_the_median_is_pruned(tiny_base, tmp_path):
     assert [row["step"] for row in run_files.read_metrics(tmp_path / record["runs"][0])] == [0, 1]
 
 
+@pytest.mark.slow
 def test_a_trial_whose_seeds_fall_behind_the_best_trials_is_pruned_by_the_wilcoxon_test(tiny_base, tmp_path):
     pruner = {"name": "wilcoxon", "p_threshold": 0.5, "startup_seeds": 1}
     spec = read_sweep("tiny", write_sweep(tmp_path, pruner=pruner, seeds=4))
@@ -184,6 +188,7 @@ def _distribution(dimension):
     return optuna.distributions.FloatDistribution(dimension.low, dimension.high, log=True)
 
 
+@pytest.mark.slow
 def test_best_params_feed_the_rows_built_on_the_sweeps_preset(tiny_base, tmp_path):
     spec = read_sweep("tiny", write_sweep(tmp_path, trials=2, seeds=1))
     out = tmp_path / "study"
@@ -200,6 +205,7 @@ def test_best_params_feed_the_rows_built_on_the_sweeps_preset(tiny_base, tmp_pat
     assert {path.name for path in paths} == {"report.md", "report.html", "best_params.yaml"}
 
 
+@pytest.mark.slow
 def test_a_database_study_and_mlflow_runs_nested_under_the_study(tiny_base, tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
 

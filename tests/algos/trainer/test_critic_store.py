@@ -45,6 +45,7 @@ def stored(store):
     return torch.load(entry / STATE_FILE, weights_only=True), json.loads((entry / RECORD_FILE).read_text())
 
 
+@pytest.mark.slow
 def test_a_run_that_loads_its_critic_phases_trains_as_one_that_computed_them(tiny_base, tmp_path):
     store = tmp_path / "store"
     train(vapo(tiny_base), tmp_path / "computed")
@@ -56,6 +57,7 @@ def test_a_run_that_loads_its_critic_phases_trains_as_one_that_computed_them(tin
     assert len([path for path in store.iterdir() if path.is_dir()]) == 1  # the other row computed it, this one loaded
 
 
+@pytest.mark.slow
 def test_keys_declared_free_of_the_phases_leave_their_result_as_it_was(tiny_base, tmp_path):
     train(vapo(tiny_base, **{"run.steps": 1}), tmp_path / "run", critic_store=tmp_path / "store")
     state, record = stored(tmp_path / "store")
@@ -70,6 +72,7 @@ def test_keys_declared_free_of_the_phases_leave_their_result_as_it_was(tiny_base
         assert repr(other_state["optimizer"]) == repr(state["optimizer"]), key
 
 
+@pytest.mark.slow
 def test_the_phases_read_no_key_declared_free_of_them_but_those_shown_free(tiny_base, tmp_path, monkeypatch):
     cfg = vapo(tiny_base, **{"run.steps": 1})
     reads, recording = set(), []

@@ -35,6 +35,7 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("preset", ["grpo", "dapo", "dr_grpo", "vapo"])
+@pytest.mark.slow
 def test_passes_and_checkpointing_change_memory_not_the_update(tiny_base, preset):
     """Length buckets, a token budget per pass, gradient checkpointing and joined prompt + response rows (instead of
     each prompt encoded once) leave losses and gradients as one pass."""

@@ -73,6 +73,7 @@ def test_one_update_is_the_same_with_and_without_the_scoring_pass(tiny_base):
         assert_close(mine_p, their_p, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_training_runs_replay_with_and_without_the_scoring_pass(tiny_base, tmp_path):
     train(config(tiny_base), tmp_path / "auto")
     train(config(tiny_base, "rollout.old_logprobs=score"), tmp_path / "score")

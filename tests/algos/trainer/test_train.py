@@ -95,6 +95,7 @@ def await_checkpoint(out: Path, process, step: int = 2, seconds: float = 120) ->
 
 
 @pytest.mark.parametrize("preset", [p for p in available_presets() if p != "reinforce_pp_baseline"])
+@pytest.mark.slow
 def test_every_preset_trains_and_logs_the_monitoring_metrics(preset, tiny_base, tmp_path):
     extra = {"rollout.prompts_per_step": 8} if preset == "ppo" else {}
     cfg = load_config(preset, overrides=tiny_overrides(tiny_base, **extra) + ["run.steps=2"])
@@ -121,6 +122,7 @@ def test_every_preset_trains_and_logs_the_monitoring_metrics(preset, tiny_base, 
     assert (result.checkpoint / "model.safetensors").is_file()
 
 
+@pytest.mark.slow
 def test_same_config_and_seed_give_identical_metrics(tiny_base, tmp_path):
     cfg = load_config("dapo", overrides=tiny_overrides(tiny_base))
     train(cfg, tmp_path / "a")
@@ -148,6 +150,7 @@ def test_the_last_evaluation_scores_the_final_held_out_sets(tiny_base, tmp_path,
     assert scored == [8] * 8 + [24] * 4  # steps 0 and 2: two splits, greedy and T = 1; then step 3
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_same_final_metrics(tiny_base, tmp_path):
     # Both runs are commands, so both pin their kernels before torch loads (algos.kernels); this
     # process may have loaded torch first.
@@ -190,6 +193,7 @@ def test_a_run_of_another_config_is_not_resumed_and_the_message_names_what_diffe
     assert {name: (tmp_path / name).read_bytes() for name in before} == before
 
 
+@pytest.mark.slow
 def test_restart_on_config_change_trains_the_new_config_from_scratch(tiny_base, tmp_path):
     first = tiny_overrides(tiny_base, **{"run.steps": 2})
     changed = tiny_overrides(tiny_base, **{"run.steps": 2, "optim.lr": 0.003})
@@ -322,6 +326,7 @@ def _open_run(uri: str, name: str, parent: str | None = None) -> None:
     MLflowTracker(tracking, run_name=name, tags={"seed": name[-1], "preset": "grpo"}).finish("FINISHED")
 
 
+@pytest.mark.slow
 def test_parallel_runs_nest_under_one_parent_per_row(tmp_path):
     import multiprocessing
 
@@ -349,6 +354,7 @@ def test_parallel_runs_nest_under_one_parent_per_row(tmp_path):
         assert parent.data.tags["preset"] == "grpo"
 
 
+@pytest.mark.slow
 def test_parallel_runs_opening_a_new_store_all_get_their_run(tmp_path):
     import multiprocessing
 

@@ -24,6 +24,7 @@ MECHANISMS = {
 
 
 @pytest.mark.parametrize("name", list(MECHANISMS))
+@pytest.mark.slow
 def test_mechanism_trains(name, tiny_base, tmp_path):
     cfg = load_config(overrides=tiny_overrides(tiny_base) + MECHANISMS[name] + ["run.steps=2"])
     train(cfg, tmp_path)

@@ -18,6 +18,7 @@ from eval.tasks.records import Problem
 from eval.tasks.sources import problem_list_task
 
 
+@pytest.mark.serial  # each within a second
 @pytest.mark.parametrize("case", FORM_CASES, ids=[f"{c.form}-{i}" for i, c in enumerate(FORM_CASES)])
 def test_each_form_is_graded_as_a_careful_reader_grades_it(case):
     started = time.perf_counter()
@@ -130,6 +131,7 @@ def test_the_forms_never_raise_on_random_text():
             grade(f"The final answer is $\\boxed{{{text}}}$.", text)
 
 
+@pytest.mark.serial  # within a second
 @pytest.mark.parametrize(
     "response",
     [

@@ -7,6 +7,7 @@ import pytest
 from eval.benchmarks.audit import main
 
 
+@pytest.mark.slow
 def test_references_and_worked_solutions_grade_correct_and_every_disagreement_is_listed(benchmarks_dir, tmp_path):
     for benchmark in ("math500", "gsm8k"):
         out = tmp_path / f"{benchmark}.json"
@@ -41,6 +42,7 @@ def test_a_malformed_record_names_its_line(tmp_path, capsys):
     assert f"{records}:2: not an evaluation record" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_forms_audit_sets_math_verify_beside_the_careful_reader(tmp_path, capsys):
     out = tmp_path / "forms.json"
     assert main(["--forms", "--json", str(out)]) == 0

@@ -54,6 +54,7 @@ def test_prompt_helpers_come_from_the_prompt_not_the_completion(problems):
     assert run_humaneval(problem, problem.solution).passed
 
 
+@pytest.mark.slow
 def test_every_canonical_solution_passes(problems):
     start = time.monotonic()
     results = run_many([(problem, problem.solution) for problem in problems], workers=2)
@@ -62,6 +63,7 @@ def test_every_canonical_solution_passes(problems):
     assert [failure for failure in failures if failure[1] != "passed"] == []
 
 
+@pytest.mark.slow
 def test_stub_bodies_fail(problems):
     """Every fourth problem; test_every_stub_body_fails covers them all."""
     sample = problems[::4]

@@ -9,6 +9,8 @@ import pytest
 from eval.sandbox import gvisor
 from eval.sandbox.view import InterpreterView
 
+pytestmark = pytest.mark.serial  # sandboxes: their survivors, cgroups and timings are the machine's
+
 
 @pytest.fixture
 def view(tmp_path):

@@ -35,9 +35,12 @@ from tests.eval.sandbox.hostile import (
 )
 from tests.eval.sandbox.unprivileged import AS_NOBODY, NOBODY, PROJECT, unprivileged, unprivileged_python
 
+pytestmark = pytest.mark.serial  # sandboxes: their survivors, cgroups and timings are the machine's
+
 FORGERIES = [name for name, (category, _) in ATTACKS.items() if category == "forgery"]
 
 
+@pytest.mark.slow
 def test_every_hostile_completion_fails_and_leaves_nothing_behind(each_strong_isolation, tmp_path):
     assert len(ATTACKS) >= 40
     before, fingerprint = living_processes(), project_fingerprint()
@@ -63,6 +66,7 @@ def test_forged_verdicts_fail_in_the_fallback_sandbox_too(tmp_path):
     assert [o.name for o in outcomes if o.result.passed] == []
 
 
+@pytest.mark.slow
 def test_every_hostile_completion_fails_under_an_unprivileged_grader_too(each_strong_isolation):
     """As a user, the grader has no cgroup and the sandbox runs in a user namespace: the same set, the same checks."""
     if os.geteuid() != 0:
@@ -114,6 +118,7 @@ def grade_repeatedly(grade, times: int) -> list[bool]:
     return passes
 
 
+@pytest.mark.slow
 def test_a_completion_that_never_reads_its_arguments_learns_nothing_in_50_gradings(strong_isolation):
     problem = load_humaneval()[0]
 
@@ -124,6 +129,7 @@ def test_a_completion_that_never_reads_its_arguments_learns_nothing_in_50_gradin
     assert not any(grade_repeatedly(grade, 50))
 
 
+@pytest.mark.slow
 def test_the_learner_does_learn_where_the_calls_follow_the_answers(strong_isolation):
     """The check above can fail: a test that calls the program as it runs stops at its first failed
     check, and the learner, given the same memory, then passes within a grading per answer."""

@@ -35,6 +35,7 @@ from eval.sandbox.host import (
 from tests.eval.conftest import isolation_of
 from tests.eval.sandbox.hostile import living_processes, survivors
 
+pytestmark = pytest.mark.serial  # sandboxes: their survivors, cgroups and timings are the machine's
 FAST = SandboxLimits(timeout_s=2.0)
 MARGIN_S = 1.5
 """Interpreter start-up and clean-up on a busy two-core machine."""

@@ -16,6 +16,7 @@ from eval.sandbox.view import _VERIFIED, InterpreterView, _content_matches, _mak
 from tests.eval.sandbox import channels
 from tests.eval.sandbox.hostile import RIGHT
 
+pytestmark = pytest.mark.serial  # sandboxes: their survivors, cgroups and timings are the machine's
 LIMITS = SandboxLimits(timeout_s=10.0)
 MOUNTS = """\
 import os

@@ -21,6 +21,7 @@ def test_the_simulated_noise_has_the_declared_shape():
 
 
 @pytest.mark.parametrize("design", ["fixed", "stein"])
+@pytest.mark.slow
 def test_each_design_keeps_its_level_and_reaches_its_power(design):
     spec = read_spec("vapo_table1")
     rates = simulate(spec, design, SIMULATIONS, seed=3)

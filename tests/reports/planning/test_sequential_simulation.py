@@ -32,6 +32,7 @@ def test_a_comparison_looks_until_the_declared_count_that_gives_it_its_power():
 
 
 @pytest.mark.parametrize("scenario", ["null", "margin"])
+@pytest.mark.slow
 def test_simulated_tables_keep_the_level_and_decide_most_primaries(scenario):
     spec = read_spec("dapo_table1")
     rates = simulate(spec, scenario, 200, seed=0, spending="obrien_fleming")
