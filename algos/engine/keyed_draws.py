@@ -9,12 +9,13 @@ policies that differ a little then draw the same token wherever their distributi
 their batches hold, how long their other responses are, or how the batch is split over processes.
 
 The function is a keyed hash (MurmurHash3's 32-bit finaliser, applied in a chain), computed in int64 tensor
-arithmetic that never overflows, so it gives the same numbers on the CPU and on CUDA: a 32-bit uniform
+arithmetic that never overflows (each multiplier taken as its signed 32-bit twin), so it gives the same numbers on the CPU and on CUDA: a 32-bit uniform
 u = (h + 1/2) / 2^32 and E = -log u, finer than the 24 bits of a float32 exponential.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -48,19 +49,22 @@ def row_keys(key: DrawKey, problem_ids: Sequence[str], group_size: int) -> list[
     return [derive_seed(key.seed, problem_id, sample) for problem_id in problem_ids for sample in range(group_size)]
 
 
-def _times(x: torch.Tensor, constant: int) -> torch.Tensor:
-    """``x`` · ``constant`` mod 2^32 for ``x`` in [0, 2^32), in 16-bit halves of the constant so int64 never overflows."""
-    low, high = constant & 0xFFFF, constant >> 16
-    return (x * low + (((x * high) & 0xFFFF) << 16)) & _MASK
+def _signed(constant: int) -> int:
+    """The integer in (-2^31, 2^31) congruent to a 32-bit ``constant`` mod 2^32: times a value in [0, 2^32) it stays
+    inside int64, and the product's low 32 bits are the constant's."""
+    return constant - (1 << 32) if constant >= 1 << 31 else constant
+
+
+_FIRST, _SECOND = _signed(0x85EBCA6B), _signed(0xC2B2AE35)
 
 
 def mix32(x: torch.Tensor) -> torch.Tensor:
     """MurmurHash3's finaliser on 32-bit values held in int64, a bijection of [0, 2^32) that avalanches every bit."""
     x = x ^ (x >> 16)
-    x = _times(x, 0x85EBCA6B)
-    x = x ^ (x >> 13)
-    x = _times(x, 0xC2B2AE35)
-    return x ^ (x >> 16)
+    x.mul_(_FIRST).bitwise_and_(_MASK)
+    x.bitwise_xor_(x >> 13)
+    x.mul_(_SECOND).bitwise_and_(_MASK)
+    return x.bitwise_xor_(x >> 16)
 
 
 class KeyedDraws:
@@ -73,6 +77,7 @@ class KeyedDraws:
     def __init__(self, keys: Sequence[int], device: torch.device | str | None = None):
         keys = torch.tensor(list(keys), dtype=torch.int64, device=device)  # (N,)
         self._rows = mix32(mix32(keys & _MASK) ^ mix32((keys >> 32) & _MASK))  # (N,) a 32-bit value a row
+        self._entries: torch.Tensor | None = None  # (V,) each vocabulary entry's 32-bit value, made at the first draw
         self.position = 0
 
     def get_state(self) -> int:
@@ -87,10 +92,23 @@ class KeyedDraws:
         rows, vocabulary = probs.shape
         if rows != len(self._rows):
             raise ValueError(f"keyed draws for {len(self._rows)} rows were asked for {rows}")
-        self._rows = self._rows.to(probs.device)
-        place = mix32(self._rows ^ mix32(torch.tensor((self.position * _GOLDEN) & _MASK, device=probs.device)))
-        entries = mix32(torch.arange(vocabulary, device=probs.device, dtype=torch.int64) * _GOLDEN & _MASK)  # (V,)
-        hashed = mix32(place.unsqueeze(-1) ^ entries)  # (N, V), distinct across v within a row and position
+        if self._entries is None or len(self._entries) != vocabulary or self._entries.device != probs.device:
+            self._rows = self._rows.to(probs.device)
+            self._entries = mix32(torch.arange(vocabulary, device=probs.device) * _GOLDEN & _MASK)
+        place = mix32(self._rows ^ _mixed(self.position * _GOLDEN & _MASK))  # (N,)
+        hashed = mix32(place.unsqueeze(-1) ^ self._entries)  # (N, V), distinct across v within a row and position
         self.position += 1
-        uniform = (hashed.to(torch.float64) + 0.5) / 2.0**32
-        return (-torch.log(uniform)).to(probs.dtype)
+        # -log u for u = (h + 1/2) / 2^32
+        return (_LOG_2_TO_32 - torch.log(hashed.to(torch.float64) + 0.5)).to(probs.dtype)
+
+
+_LOG_2_TO_32 = 32 * math.log(2)
+
+
+def _mixed(value: int) -> int:
+    """:func:`mix32` of one Python integer in [0, 2^32), without a tensor."""
+    value ^= value >> 16
+    value = value * 0x85EBCA6B & _MASK
+    value ^= value >> 13
+    value = value * 0xC2B2AE35 & _MASK
+    return value ^ (value >> 16)
