@@ -109,6 +109,7 @@ def check_pip(words: list[str]) -> None:
 
 
 @pytest.mark.parametrize(("document", "words"), COMMANDS, ids=[f"{d}:{' '.join(w)[:60]}" for d, w in COMMANDS])
+@pytest.mark.slow  # each command run in a process of its own
 def test_every_shown_command_names_what_exists(document, words):
     assert words[0] in TOOLS, f"{document}: an unexpected command {words[0]!r}"
     if words[0] in ("python", "python3"):

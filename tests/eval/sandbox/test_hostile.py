@@ -222,6 +222,7 @@ def test_each_reader_runs_in_the_sandbox_and_finds_the_same_state_whatever_was_w
         assert read != bits
 
 
+@pytest.mark.slow
 def test_a_flood_of_failed_lookups_leaves_no_negative_dentry_on_the_host(strong_isolation, disk_folder):
     """Bare, failed lookups in a disk folder each leave a negative dentry no cgroup of a user counts; graded, the
     same flood over every folder the program sees leaves almost none, as root and as uid 65534."""
