@@ -13,16 +13,15 @@ Command line: ``python -m algos.campaign.draw_speed --spec dapo_table1 --row dyn
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import time
 from pathlib import Path
 
 import torch
-import yaml
 
-from algos.campaign.ablations import campaign_budget, read_spec, row_config_text
-from algos.config.presets import checked_settings, load_config
+from algos.campaign.ablations import campaign_budget, read_spec
 from algos.engine.keyed_draws import draw_source
 from algos.engine.models import chat_format, load_policy, load_tokenizer
 from algos.engine.sampling import sample
@@ -32,9 +31,8 @@ from eval.tasks.sources import builtin_task
 def measure(spec: str, row: str, model: str, repeats: int) -> dict:
     """Median seconds a batch of ``spec``'s ``row`` takes under each kind of draws, over ``repeats`` interleaved pairs."""
     torch.set_num_threads(1)
-    text = row_config_text(read_spec(spec), row, campaign_budget())
-    settings = checked_settings(yaml.safe_load(text), f"{spec} / {row}")
-    cfg = load_config(settings=settings, overrides=[f"model.name_or_path={model}"])
+    cfg = read_spec(spec).config(row, campaign_budget())
+    cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, name_or_path=model))
     policy, tokenizer = load_policy(cfg.model), load_tokenizer(cfg.model)
     chat = chat_format(cfg.model, tokenizer)
     task = builtin_task(cfg.task, cfg.run.eval_splits, cfg.run.eval_problems, cfg.run.final_eval_problems)

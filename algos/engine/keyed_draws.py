@@ -58,13 +58,14 @@ def _signed(constant: int) -> int:
 _FIRST, _SECOND = _signed(0x85EBCA6B), _signed(0xC2B2AE35)
 
 
-def mix32(x: torch.Tensor) -> torch.Tensor:
-    """MurmurHash3's finaliser on 32-bit values held in int64, a bijection of [0, 2^32) that avalanches every bit."""
+def mix32(x: torch.Tensor | int) -> torch.Tensor | int:
+    """MurmurHash3's finaliser on 32-bit values (an int64 tensor, or one Python integer), a bijection of [0, 2^32)
+    that avalanches every bit."""
     x = x ^ (x >> 16)
-    x.mul_(_FIRST).bitwise_and_(_MASK)
-    x.bitwise_xor_(x >> 13)
-    x.mul_(_SECOND).bitwise_and_(_MASK)
-    return x.bitwise_xor_(x >> 16)
+    x = x * _FIRST & _MASK
+    x = x ^ (x >> 13)
+    x = x * _SECOND & _MASK
+    return x ^ (x >> 16)
 
 
 class KeyedDraws:
@@ -95,7 +96,7 @@ class KeyedDraws:
         if self._entries is None or len(self._entries) != vocabulary or self._entries.device != probs.device:
             self._rows = self._rows.to(probs.device)
             self._entries = mix32(torch.arange(vocabulary, device=probs.device) * _GOLDEN & _MASK)
-        place = mix32(self._rows ^ _mixed(self.position * _GOLDEN & _MASK))  # (N,)
+        place = mix32(self._rows ^ mix32(self.position * _GOLDEN & _MASK))  # (N,)
         hashed = mix32(place.unsqueeze(-1) ^ self._entries)  # (N, V), distinct across v within a row and position
         self.position += 1
         # -log u for u = (h + 1/2) / 2^32
@@ -103,12 +104,3 @@ class KeyedDraws:
 
 
 _LOG_2_TO_32 = 32 * math.log(2)
-
-
-def _mixed(value: int) -> int:
-    """:func:`mix32` of one Python integer in [0, 2^32), without a tensor."""
-    value ^= value >> 16
-    value = value * 0x85EBCA6B & _MASK
-    value ^= value >> 13
-    value = value * 0xC2B2AE35 & _MASK
-    return value ^ (value >> 16)
