@@ -1,19 +1,25 @@
 """The stores a cluster's jobs share, for real: PostgreSQL and an MLflow tracking server on it
 (experiments/cluster/shared_stores.sh), a one-node SLURM (experiments/cluster/one_node_slurm.sh). A burst of
-training jobs logging to the server at once loses nothing; sweep trials submitted as SLURM jobs share one Optuna
+training jobs logging to the server at once loses nothing, even when the server's workers stall for longer than
+its supervisor waits by default; sweep trials submitted as SLURM jobs share one Optuna
 study in PostgreSQL, take distinct trial numbers and are pruned by each other's values; a rejected account or
 partition, a tracking server that does not answer and a wrong database password each stop the workflow before its
 first job. Needs root; REQUIRE_SLURM=1 turns a skip into a failure."""
 
+import contextlib
 import json
+import signal
 import socket
 import subprocess
+import threading
+import time
 
 import optuna
+import psutil
 import pytest
 
 from algos.campaign.tracking_burst import run_burst
-from tests.cluster import SLURM_PROFILE, campaign_command, slurm_states, submitted_jobs
+from tests.cluster import SLURM_PROFILE, STORES_SETTINGS, campaign_command, slurm_states, submitted_jobs
 from tests.requirements import needs_extra
 from tests.test_pipeline_smoke import ENVIRONMENT, TINY
 
@@ -23,16 +29,42 @@ pytestmark = [
     needs_extra("workflow", command="snakemake"),
 ]
 BURST_JOBS = 16
+STALL_AFTER, STALL_SECONDS = 20.0, 12.0
+"""The burst's first 20 s in, every worker of the tracking server stops for 12 s: as a machine that the burst keeps
+busy starves them, but longer than the server's supervisor would wait by its own default (5 s)."""
 SWEEP = "storage_check"
 SMALL_BASE = "--worked-steps 80 --mixed-steps 20 --hidden-size 32 --layers 2 --min-steps 1 --max-steps 3"
 """A base that solves a few of the check sweep's short problems (6 % of its validation split, greedily)."""
 
 
+def _stall_the_servers_workers(stalled: list[int]) -> None:
+    """Stop every worker process of the tracking server for STALL_SECONDS, then let them go on; counts them."""
+    server = psutil.Process(int((STORES_SETTINGS.parent / "mlflow.pid").read_text()))
+    workers = [child for child in server.children(recursive=True) if "spawn_main" in " ".join(child.cmdline())]
+    assert workers, "the tracking server has no worker processes to stall"
+    for worker in workers:
+        worker.send_signal(signal.SIGSTOP)
+    time.sleep(STALL_SECONDS)
+    for worker in workers:
+        with contextlib.suppress(psutil.NoSuchProcess):  # killed meanwhile: the test names that
+            worker.send_signal(signal.SIGCONT)
+    stalled.append(len(workers))
+
+
 def test_a_burst_of_training_jobs_loses_nothing_on_the_tracking_server(store_settings, tiny_base, tmp_path, capsys):
     uri = store_settings["tracking"]["uri"]
+    server_log = STORES_SETTINGS.parent / "mlflow.log"
+    logged_before = len(server_log.read_text().splitlines())
+    stalled = []
+    stall = threading.Timer(STALL_AFTER, _stall_the_servers_workers, [stalled])
+    stall.start()
     report = run_burst(uri, BURST_JOBS, str(tiny_base), tmp_path, ["task.min_steps=1", "task.max_steps=3"])
+    stall.join()
     with capsys.disabled():  # into CI's log: the counts
         print("\nburst:", json.dumps(report))
+    killed = [line for line in server_log.read_text().splitlines()[logged_before:] if "died" in line]
+    assert stalled and stalled[0] > 0, "the server's workers were not stalled"
+    assert killed == [], "the server's supervisor killed stalled workers, and the requests they served"
     assert report["failed_jobs"] == {}
     assert report["runs"] == report["finished"] == {"expected": BURST_JOBS, "logged": BURST_JOBS}
     for counted in ("metric_values", "params", "tags", "artifacts"):

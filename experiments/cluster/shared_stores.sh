@@ -11,7 +11,9 @@
 # Settings (environment): RL_STORES_DIR (default /var/lib/rl-harness-stores as root, else
 # ~/.local/state/rl-harness-stores), RL_STORES_HOST (the name jobs reach this machine by and the address both
 # listen on; default localhost, i.e. one machine), RL_STORES_PG_PORT (5433), RL_STORES_MLFLOW_PORT (5000),
-# RL_STORES_WORKERS (the tracking server's worker processes, 4).
+# RL_STORES_WORKERS (the tracking server's worker processes, 4), RL_STORES_HEALTHCHECK_S (how long the server's
+# supervisor waits for a busy worker to answer before it kills it, and the requests it is serving: 120; uvicorn's own
+# 5 s kills workers of a machine that a burst of jobs keeps busy).
 set -euo pipefail
 
 action=${1:-}
@@ -24,8 +26,12 @@ host=${RL_STORES_HOST:-localhost}
 pg_port=${RL_STORES_PG_PORT:-5433}
 mlflow_port=${RL_STORES_MLFLOW_PORT:-5000}
 workers=${RL_STORES_WORKERS:-4}
+healthcheck=${RL_STORES_HEALTHCHECK_S:-120}
 user=rl_harness
 tracking="http://$host:$mlflow_port"
+for setting in RL_STORES_WORKERS:$workers RL_STORES_HEALTHCHECK_S:$healthcheck; do
+  [[ ${setting#*:} =~ ^[1-9][0-9]*$ ]] || fail "${setting%%:*} must be a positive whole number, not '${setting#*:}'"
+done
 
 # PostgreSQL refuses to run as root: as root its files belong to, and its server runs as, the postgres account.
 as_owner() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
@@ -33,7 +39,7 @@ pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
 tracking_up() { python - "$tracking" <<'PY'
 import sys, urllib.request
 try:
-    sys.exit(0 if urllib.request.urlopen(sys.argv[1] + "/health", timeout=2).read().strip() == b"OK" else 1)
+    sys.exit(0 if urllib.request.urlopen(sys.argv[1] + "/health", timeout=10).read().strip() == b"OK" else 1)
 except OSError:
     sys.exit(1)
 PY
@@ -100,11 +106,16 @@ database="postgresql://$user:$password@$host:$pg_port"
 if ! tracking_up; then
   # Its own process group, so that stop ends the server and its workers together.
   setsid python -m mlflow server --backend-store-uri "$database/mlflow" --artifacts-destination "$dir/artifacts" \
-    --host "$host" --port "$mlflow_port" --workers "$workers" --allowed-hosts "$host,$host:$mlflow_port" \
+    --host "$host" --port "$mlflow_port" --workers "$workers" \
+    --uvicorn-opts "--timeout-worker-healthcheck $healthcheck" --allowed-hosts "$host,$host:$mlflow_port" \
     > "$dir/mlflow.log" 2>&1 < /dev/null &
   echo $! > "$dir/mlflow.pid"
-  for _ in $(seq 300); do tracking_up && break; sleep 0.2; done
-  tracking_up || fail "the MLflow tracking server did not answer within 60 s (log: $dir/mlflow.log)"
+  # One answer is enough: a second request may meet a worker still starting up, slower than its timeout.
+  deadline=$((SECONDS + 180))
+  until tracking_up; do
+    [ $SECONDS -lt $deadline ] || fail "the MLflow tracking server did not answer within 3 minutes (log: $dir/mlflow.log)"
+    sleep 0.2
+  done
 fi
 
 (umask 077 && cat > "$dir/stores.yaml" <<YAML
