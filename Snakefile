@@ -31,6 +31,7 @@ include: "experiments/rules/models.smk"
 include: "experiments/rules/evaluate.smk"
 include: "experiments/rules/ablations.smk"
 include: "experiments/rules/sweeps.smk"
+include: "experiments/rules/coupling.smk"
 
 
 onstart:
@@ -62,6 +63,12 @@ rule calibration:
     """One row trained with many seeds; the verdict procedure's false-positive rate on its A/A splits."""
     input:
         "results/reports/calibration.html",
+
+
+rule coupling:
+    """Pairs of rows trained with the same seeds under stream and keyed draws: how closely each pair stays coupled."""
+    input:
+        "results/reports/coupling.html",
 
 
 rule compare:

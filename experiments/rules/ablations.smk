@@ -1,5 +1,5 @@
 wildcard_constraints:
-    # A spec file's name: never "<spec>.design" of a fixed design's plan, nor another report's name ("calibration").
+    # A spec file's name: never "<spec>.design" of a fixed design's plan, nor another report's name ("calibration", "coupling").
     spec="|".join(re.escape(name) for name in available_specs()),
 
 

@@ -20,6 +20,7 @@ from algos.config.presets import ConfigError, config_hash
 from algos.config.schema import TrackingConfig
 from algos.trainer.tracking import tracking_uri
 from reports.analysis.runs import seed_list
+from reports.coupling import DRAWS, parse_pair
 from reports.planning.fixed_design import design_plan, read_basis
 from reports.planning.sequential_plan import plan_change, sequential_plan
 from reports.planning.stein_plan import read_plan
@@ -301,3 +302,29 @@ def check_reachable_or_exit():
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+# The coupling of rows under stream and keyed draws (coupling.smk).
+COUPLING = config["coupling"]
+try:
+    COUPLED_PAIRS = [parse_pair(text) for text in COUPLING["pairs"]]
+except ConfigError as error:
+    print(f"error: workflow config coupling.pairs: {error}", file=sys.stderr)
+    raise SystemExit(2)
+COUPLED_SEEDS = list(range(COUPLING["first_seed"], COUPLING["first_seed"] + COUPLING["seeds"]))
+KEYED = "rollout.draws=keyed"
+RUNS_OF = {"stream": "results/runs", "keyed": "results/coupled"}
+"""Where each kind of draws' runs are: the stream runs are the campaign's own."""
+for _pair in COUPLED_PAIRS:
+    spec_named(_pair.spec).check_budget(Budget(BUDGET.overrides + (KEYED,), BUDGET.step_scale, BUDGET.tuned))
+
+
+def coupled_responses():
+    """Every regenerated final evaluation the coupling report reads: each pair's two rows, seed and kind of draws."""
+    return [
+        f"results/coupling/responses/{draws}/{pair.spec}/{row}/seed{seed}.json"
+        for pair in COUPLED_PAIRS
+        for row in (pair.row, pair.reference)
+        for draws in DRAWS
+        for seed in COUPLED_SEEDS
+    ]
