@@ -168,7 +168,7 @@ def measure(pair: Pair, runs_dir: Path, responses_dir: Path, draws: str, seeds: 
         str(run.directory)
         for rs in runs.values()
         for run in rs
-        if run.config["rollout"].get("draws", "stream") != draws
+        if run.config.get("rollout", {}).get("draws", "stream") != draws
     ]
     if wrong:
         raise ValueError(f"runs not trained with rollout.draws={draws}: {', '.join(wrong)}")
@@ -210,10 +210,13 @@ def _interval(value: float, low: float, high: float, digits: int = 3) -> str:
 
 
 def _steps(first_steps: Sequence[int | None], steps: int) -> str:
-    shown = [steps if step is None else step for step in first_steps]
+    """Median and range over seeds, a seed whose rollouts never differed counted at the run's last step."""
     never = sum(step is None for step in first_steps)
-    text = f"median {np.median(shown):g} (range {min(shown)}–{max(shown)})"
-    return text + (f"; {never} never within {steps} steps" if never else "")
+    if never == len(first_steps):
+        return f"never within {steps} steps"
+    shown = [steps if step is None else step for step in first_steps]
+    text = f"median {np.median(shown):g} (range {min(shown)}–{max(shown)}"
+    return text + (f"; {never} of {len(shown)} never within {steps} steps)" if never else ")")
 
 
 def _figure(pairs: Sequence[Pair], results: Mapping[Pair, Mapping[str, Coupling]]) -> bytes:
@@ -284,7 +287,7 @@ def write_coupling(
     page = Page(
         title="Coupled rows: stream against keyed draws",
         introduction=(
-            f"{len(pairs)} pairs of rows, seeds {', '.join(map(str, seeds))}, each trained under stream draws "
+            f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} of rows, seeds {', '.join(map(str, seeds))}, each trained under stream draws "
             f"({stream_runs}) and under keyed draws ({keyed_runs}). A ratio of SDs (keyed over stream) below 1 means "
             "keyed draws decide a row difference with fewer seeds: the seeds a comparison needs scale with its square."
         ),

@@ -4,8 +4,9 @@ keeps only as an accuracy.
 The run's own config (``config.yaml``) and final policy (``checkpoint/policy``) give the evaluation exactly as
 the trainer ran it at its last step: the final set of the split, one sample per problem at T = 1, from the same
 draws (stream or keyed, seeded by the run's seed, last step and split), in batches of the same size. The first
-``problems`` of the set are the trainer's first batches, so their tokens are the ones the run was graded on, under
-either kind of draws. Two rows' files of one seed say how much of their final evaluations they share
+``problems`` of the set are the trainer's first batches, so their tokens are the ones the run was graded on: any
+number of them under keyed draws, whole batches (or the whole set) under stream draws, whose draws depend on a
+batch's size. Two rows' files of one seed say how much of their final evaluations they share
 (:mod:`reports.coupling`).
 
 Command line: ``python -m algos.campaign.final_responses --run results/runs/dapo_table1/clip_higher/seed15
@@ -53,6 +54,12 @@ def final_responses(run: Path, problems: int, split: str = "test") -> dict:
     final_set = task.held_out(final=True)[split]
     if problems > len(final_set):
         raise ValueError(f"{run}: its final '{split}' set has {len(final_set)} problems, fewer than {problems}")
+    if cfg.rollout.draws == "stream" and problems % PROMPTS_PER_BATCH and problems != len(final_set):
+        raise ValueError(
+            f"{run}: under stream draws a batch's draws depend on its size, so only whole batches of "
+            f"{PROMPTS_PER_BATCH} (or the whole set of {len(final_set)}) regenerate what the run was graded on, "
+            f"not {problems}"
+        )
     chosen = final_set[:problems]
     seed = derive_seed(cfg.seed, "eval", cfg.run.steps, split)
     tokens: list[list[int]] = []
