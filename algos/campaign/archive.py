@@ -1,6 +1,7 @@
-"""A campaign packed into one file and unpacked elsewhere, so that `snakemake ablations` resumes it there: its base
-model, its plans and look files, and every finished run's own files (metrics, config, provenance), without the
-checkpoints a finished run no longer needs.
+"""A campaign packed into one file and unpacked elsewhere, so that `snakemake ablations` (and `snakemake coupling`)
+resumes it there: its base model, its plans and look files, every finished run's own files (metrics, config,
+provenance; the campaign's runs and those trained under keyed draws), and the regenerated final responses, without
+the checkpoints a finished run no longer needs.
 
 Files keep their modification times, so the workflow finds every finished run newer than the base it started from
 and trains only what is missing. Unpacking never overwrites a file that is already there. A campaign that goes on
@@ -32,12 +33,14 @@ RUN_FILES = (
 
 
 def campaign_files(results: Path) -> Iterator[Path]:
-    """The files of a campaign under ``results``, relative to it: the base, the plans, the finished runs' files."""
-    for folder in ("base_model", "plans"):
+    """The files of a campaign under ``results``, relative to it: the base, the plans, the coupling measurement's
+    regenerated responses, and the finished runs' files (the campaign's, and those under keyed draws)."""
+    for folder in ("base_model", "plans", "coupling"):
         yield from sorted(p.relative_to(results) for p in (results / folder).rglob("*") if p.is_file())
-    for final in sorted((results / "runs").glob(f"*/*/seed*/{run_files.FINAL_FILE}")):
-        run = final.parent
-        yield from (p.relative_to(results) for p in (run / name for name in RUN_FILES) if p.is_file())
+    for runs in ("runs", "coupled"):
+        for final in sorted((results / runs).glob(f"*/*/seed*/{run_files.FINAL_FILE}")):
+            run = final.parent
+            yield from (p.relative_to(results) for p in (run / name for name in RUN_FILES) if p.is_file())
 
 
 def pack(results: Path, out: Path, earlier: Sequence[Path] = ()) -> int:

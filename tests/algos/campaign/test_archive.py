@@ -41,10 +41,16 @@ def test_a_packed_campaign_unpacks_its_finished_runs_with_their_times(tmp_path):
     assert json.loads((elsewhere / "plans" / "dapo_table1.look0.json").read_text()) == {"kept": True}
 
     finished_run(results / "runs" / "dapo_table1" / "naive_grpo" / "seed17")  # the campaign goes on
-    assert archive.pack(results, tmp_path / "part2.tar.xz", [tmp_path / "campaign.tar.xz"]) == 1
+    finished_run(results / "coupled" / "dapo_table1" / "naive_grpo" / "seed17")  # and the coupling beside it
+    responses = results / "coupling" / "responses" / "keyed" / "dapo_table1" / "naive_grpo" / "seed17.json"
+    responses.parent.mkdir(parents=True)
+    responses.write_text("{}")
+    assert archive.pack(results, tmp_path / "part2.tar.xz", [tmp_path / "campaign.tar.xz"]) == 2
     with archive.tarfile.open(tmp_path / "part2.tar.xz") as part:
         assert all("seed17" in name for name in part.getnames())  # only what the first part lacks
-    assert archive.unpack([tmp_path / "campaign.tar.xz", tmp_path / "part2.tar.xz"], tmp_path / "third")[0] == 8
+        assert "coupling/responses/keyed/dapo_table1/naive_grpo/seed17.json" in part.getnames()
+        assert not any("checkpoint" in name for name in part.getnames())
+    assert archive.unpack([tmp_path / "campaign.tar.xz", tmp_path / "part2.tar.xz"], tmp_path / "third")[0] == 12
 
 
 def test_an_unpacked_finished_run_is_kept_by_its_training_job(tmp_path, monkeypatch):
