@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import socket
 import subprocess
 from pathlib import Path
@@ -181,6 +182,33 @@ def test_the_calibration_target_trains_one_row_with_its_seeds_then_reports():
     assert result.stdout.count("Training dapo_table1 / naive_grpo / seeds 0, 1, 2") == 1
     assert result.stdout.count("Training dapo_table1 / naive_grpo / seeds") == 10
     assert "python -m reports.calibration --spec dapo_table1 --row naive_grpo" in result.stdout
+
+
+@pytest.mark.slow
+def test_the_coupling_target_trains_each_pairs_rows_under_keyed_draws_and_regenerates_every_final_evaluation():
+    result = snakemake("coupling", "-n", "--forceall", "-p")
+    assert result.returncode == 0, result.stderr
+    keyed = re.findall(r"Training (\S+ / \S+) / seed (\d+) under keyed draws", result.stdout)
+    rows = {"dapo_table1 / " + row for row in ("soft_overlong_punishment", "token_level_loss", "dynamic_sampling")}
+    rows |= {"vapo_table1 / " + row for row in ("vapo", "no_positive_lm_loss", "no_clip_higher")}
+    assert sorted(keyed) == sorted((row, str(seed)) for row in rows for seed in range(15, 27))
+    assert "--set rollout.draws=keyed" in result.stdout and "--runs results/coupled" in result.stdout
+    assert result.stdout.count("Regenerating the final responses of ") == 2 * len(rows) * 12
+    assert "python -m reports.coupling --pair dapo_table1:token_level_loss:soft_overlong_punishment" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "pairs, message",
+    [
+        ("[dapo_table1:nope:naive_grpo]", "workflow config coupling.pairs: spec 'dapo_table1' has no row 'nope'"),
+        ("[dapo_table1:naive_grpo]", "coupling"),
+    ],
+)
+def test_a_bad_coupled_pair_fails_before_any_job(pairs, message, tmp_path):
+    (tmp_path / "coupling.yaml").write_text(f"coupling:\n  pairs: {pairs}\n")
+    result = snakemake("coupling", "-n", "--configfile", str(tmp_path / "coupling.yaml"))
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
 
 
 @pytest.mark.slow
