@@ -75,8 +75,11 @@ def part(runs: list[dict], seconds: float) -> dict:
 
 def inside(args: argparse.Namespace) -> dict:
     """Both parts, in the namespace whose PID 1 is ``timeout``."""
-    python = [*AS_NOBODY, *unprivileged_python()] if args.as_nobody else [sys.executable]
-    environment = {**os.environ, **({"RL_SANDBOX": args.isolation} if args.isolation else {})}
+    tier = {"RL_SANDBOX": args.isolation} if args.isolation else {}
+    # AS_NOBODY empties the environment: the tier goes on its command line
+    nobody = [*AS_NOBODY, *(f"{key}={value}" for key, value in tier.items()), *unprivileged_python()]
+    python = nobody if args.as_nobody else [sys.executable]
+    environment = {**os.environ, **tier}
     report = {"pid 1": Path("/proc/1/comm").read_text().strip(), "grader uid": 65534 if args.as_nobody else 0}
     started = time.monotonic()
     report["one process"] = part([grader(python, args.gradings, environment)], time.monotonic() - started)

@@ -402,14 +402,18 @@ def flood(mb):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("nobody", [False, True], ids=["root", "uid 65534"])
 @pytest.mark.parametrize("kind", ["gvisor", "bubblewrap"])
-def test_no_zombie_is_left_where_nothing_reaps_orphans(kind):
+def test_no_zombie_is_left_where_nothing_reaps_orphans(kind, nobody):
     isolation_of(kind)
     if os.geteuid() != 0:
         pytest.skip("a PID namespace of its own needs root")
     command = ["-m", "tests.eval.sandbox.reaping", "--gradings", "6", "--processes", "2", "--isolation", kind]
-    done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, *command, *(["--as-nobody"] if nobody else [])], capture_output=True, text=True, timeout=600
+    )
     report = json.loads(done.stdout)
+    assert report["grader uid"] == (65534 if nobody else 0)
     assert report["pid 1"] == "timeout"
     for part, gradings in (("one process", 6), ("processes in a row", 2)):
         assert report[part]["verdicts right"] == gradings and report[part]["tiers"] == [kind], report
