@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -107,9 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_name(args.out.name + ".partial")
-    partial.write_text(json.dumps(record))
-    partial.replace(args.out)
+    run_files.write_json(args.out, record)
     print(f"{args.run}: {args.problems} final responses, accuracy {record['accuracy']:.3f} -> {args.out}")
     return 0
 
