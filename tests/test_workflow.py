@@ -212,6 +212,19 @@ def test_a_bad_coupled_pair_fails_before_any_job(pairs, message, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_budget_that_would_erase_a_coupled_pairs_difference_stops_the_coupling_target_alone(tmp_path):
+    # vapo_table1's rows differ in rollout.prompts_per_step; a campaign of another spec may still fix it.
+    campaign = {"ablations": {"specs": ["dr_grpo_bias"], "overrides": ["rollout.prompts_per_step=4"]}}
+    (tmp_path / "campaign.yaml").write_text(json.dumps(campaign))
+    ablations = snakemake("ablations", "-n", "--configfile", str(tmp_path / "campaign.yaml"))
+    assert ablations.returncode == 0, ablations.stderr[-2000:]
+    coupling = snakemake("coupling", "-n", "--configfile", str(tmp_path / "campaign.yaml"))
+    assert coupling.returncode == 2, coupling.stderr[-2000:]
+    assert "error: workflow config coupling.pairs (vapo_table1): " in coupling.stderr
+    assert "'rollout.prompts_per_step=4' would erase a difference between its rows" in coupling.stderr
+
+
+@pytest.mark.slow
 def test_the_models_target_converts_each_packaged_model():
     result = snakemake("models", "-n", "--forceall", "-p")
     assert result.returncode == 0, result.stderr

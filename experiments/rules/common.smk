@@ -315,12 +315,26 @@ COUPLED_SEEDS = list(range(COUPLING["first_seed"], COUPLING["first_seed"] + COUP
 KEYED = "rollout.draws=keyed"
 RUNS_OF = {"stream": "results/runs", "keyed": "results/coupled"}
 """Where each kind of draws' runs are: the stream runs are the campaign's own."""
-for _pair in COUPLED_PAIRS:
-    spec_named(_pair.spec).check_budget(Budget(BUDGET.overrides + (KEYED,), BUDGET.step_scale, BUDGET.tuned))
 
 
-def coupled_responses():
+def check_coupled_budget():
+    """Each pair's spec under the campaign's budget and keyed draws; else one line naming the pair, exit 2.
+
+    Called from the coupling rules' inputs, so that only the coupling target depends on it: a campaign whose budget
+    suits its own specs runs whatever the coupling's pairs are.
+    """
+    keyed = Budget(BUDGET.overrides + (KEYED,), BUDGET.step_scale, BUDGET.tuned)
+    for pair in COUPLED_PAIRS:
+        try:
+            spec_named(pair.spec).check_budget(keyed)
+        except ConfigError as error:
+            print(f"error: workflow config coupling.pairs ({pair.spec}): {error}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+
+def coupled_responses(wildcards=None):
     """Every regenerated final evaluation the coupling report reads: each pair's two rows, seed and kind of draws."""
+    check_coupled_budget()
     return [
         f"results/coupling/responses/{draws}/{pair.spec}/{row}/seed{seed}.json"
         for pair in COUPLED_PAIRS

@@ -6,6 +6,7 @@ rule train_keyed:
     """Train one seed of one row under keyed draws, with the campaign's budget otherwise."""
     input:
         base=BASE_INPUT,
+        budget=lambda wildcards: check_coupled_budget() or [],
     output:
         final="results/coupled/{spec}/{row}/seed{seed}/final_metrics.json",
     log:
@@ -53,7 +54,7 @@ rule final_responses:
 rule coupling_report:
     """Each pair's row difference under both kinds of draws: its spread over seeds and how much the rows share."""
     input:
-        coupled_responses(),
+        coupled_responses,
     output:
         markdown="results/reports/coupling.md",
         page=report("results/reports/coupling.html", category="Coupling"),
