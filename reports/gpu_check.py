@@ -19,14 +19,22 @@ from xml.etree import ElementTree
 
 TESTS_FILE, BENCH_FILES = "gpu-tests.xml", "bench-*.json"
 SUMMARY_JSON, SUMMARY_MD = "summary.json", "summary.md"
+OUTCOMES = ("passed", "failed", "error", "skipped", "interrupted")
 
 
 def case_outcomes(report: Path) -> list[dict]:
-    """Each test case of a JUnit report: its id, outcome (passed, failed, error, skipped), seconds, the reason of a
-    skip or failure's first line, and the properties it recorded."""
+    """Each test case of a JUnit report: its id, outcome (passed, failed, error, skipped, interrupted), seconds, the
+    reason of a skip or failure's first line, and the properties it recorded.
+
+    A suite stopped at its time limit (an interrupt) still writes its report, the running test as a case with no
+    name and nothing in it: that case is interrupted, not passed.
+    """
     cases = []
     for case in ElementTree.parse(report).iter("testcase"):
         outcome, reason = "passed", ""
+        test = f"{case.get('classname')}::{case.get('name')}"
+        if case.get("name") is None:
+            test, outcome, reason = "the test running", "interrupted", "the suite was stopped at its time limit"
         for kind, name in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
             found = case.find(kind)
             if found is not None:
@@ -36,7 +44,7 @@ def case_outcomes(report: Path) -> list[dict]:
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         cases.append(
             {
-                "test": f"{case.get('classname')}::{case.get('name')}",
+                "test": test,
                 "outcome": outcome,
                 "seconds": round(float(case.get("time") or 0.0), 2),
                 "reason": reason,
@@ -55,7 +63,7 @@ def summarize(folder: Path, wall_seconds: float | None = None) -> dict:
     counts = None
     if tests is not None:
         counts = {
-            outcome: sum(t["outcome"] == outcome for t in tests) for outcome in ("passed", "failed", "error", "skipped")
+            outcome: sum(t["outcome"] == outcome for t in tests) for outcome in OUTCOMES
         }
     return {"wall_seconds": wall_seconds, "test_counts": counts, "tests": tests, "benches": benches}
 

@@ -91,7 +91,9 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
   <skipped message="no CUDA device is visible">skip</skipped></testcase>
 <testcase classname="tests.gpu.test_sampling" name="test_d" time="0.0">
   <skipped message="no CUDA device is visible">skip</skipped></testcase>
+<testcase time="0.002" />
 </testsuite></testsuites>"""
+"""Four tests, and a fifth running when the suite was interrupted (pytest's report names no test for it)."""
 
 BENCH = {
     "workload": {"model": "qwen2-0.5b", "precision": "bf16", "prompts": 8, "group": 8, "max_new_tokens": 128},
@@ -124,10 +126,11 @@ def test_the_summary_counts_outcomes_lists_what_did_not_pass_and_tables_the_benc
         json.dumps({**BENCH, "workload": {**BENCH["workload"], "repeats": 3, "warmup": 1}})
     )
     summary = summarize(tmp_path, wall_seconds=300)
-    assert summary["test_counts"] == {"passed": 1, "failed": 1, "error": 0, "skipped": 2}
+    assert summary["test_counts"] == {"passed": 1, "failed": 1, "error": 0, "skipped": 2, "interrupted": 1}
     assert summary["tests"][0]["properties"] == {"gap": "1e-07"}
     text = markdown(summary)
-    assert "GPU suite: 1 passed, 1 failed, 2 skipped." in text
+    assert "GPU suite: 1 passed, 1 failed, 2 skipped, 1 interrupted." in text
+    assert "- interrupted: `the test running`: the suite was stopped at its time limit\n" in text
     assert "- failed: `tests.gpu.test_fsdp2::test_b`: AssertionError: the run must be killed part-way\n" in text
     assert "- 2 skipped: no CUDA device is visible" in text
     assert "## bench-small.json" in text

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The GPU path checked in one command on a GPU machine, within 10 minutes of an H200 (each phase has its limit):
 #   1. the carried wheels installed (experiments/gpu/fetch-wheels.sh fetches them beforehand);
-#   2. the bench at 64 and 512 responses: the harness's GRPO (its eager and its static, CUDA-graph decoding)
-#      beside TRL's GRPOTrainer at equal work in bf16 on a random Qwen2 of Qwen2.5-0.5B's shapes, with step
-#      times, tokens/s, peak GPU memory and the update's FLOP/s against the GPU's measured bf16 rate;
-#   3. the GPU suite, `pytest -m gpu` (tests/gpu): CUDA against CPU, bf16 against float32, the memory savers,
+#   2. the GPU suite, `pytest -m gpu` (tests/gpu): CUDA against CPU, bf16 against float32, the memory savers,
 #      the sampler (eager and static) against transformers' generate, resumes and FSDP2 in one process;
+#   3. the bench at 64 and 512 responses: the harness's GRPO (its eager and its static, CUDA-graph decoding)
+#      beside TRL's GRPOTrainer at equal work in bf16 on a random Qwen2 of Qwen2.5-0.5B's shapes, with step
+#      times, tokens/s, peak GPU memory and the update's FLOP/s against the GPU's measured bf16 rate, one timed
+#      step a side after one warm-up (two timed steps did not leave the suite its time);
 #   4. where the harness's step spends its time outside sampling (experiments/gpu/profile_update.py);
 #   5. a summary (python -m reports.gpu_check).
 # Everything goes to DIR: check.log, gpu-tests.xml, bench-small.json, bench-large.json, update_profile.txt,
@@ -62,6 +63,18 @@ say "== gpu check $(date -u +%FT%TZ) dry_run=$dry_run cuda=$cuda"
 'torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__, \
 'peft', peft.__version__)"; } 2>&1 | tee -a "$log"
 
+say "== the GPU suite"
+suite_started=$(date +%s)
+require=$([ "$dry_run" = 0 ] && echo 1 || echo 0)
+# First, on a fresh GPU: what is right comes before what is fast. Quickest files first; stopped at its limit by an
+# interrupt, pytest still writes the report of what ran (the summary counts the test it stopped as interrupted).
+suite=(tests/gpu/test_sampling.py tests/gpu/test_updates.py tests/gpu/test_resume.py tests/gpu/test_fsdp2.py)
+PYTHONUNBUFFERED=1 REQUIRE_GPU=$require timeout -s INT -k 15 200 "$python" -m pytest -m gpu "${suite[@]}" \
+  -p no:cacheprovider -q -rA \
+  -W ignore::FutureWarning --junitxml "$out/gpu-tests.xml" 2>&1 | tee -a "$log"
+suite_status=${PIPESTATUS[0]}
+say "== the GPU suite: exit $suite_status in $(($(date +%s) - suite_started)) s"
+
 # The bench at two batch sizes: 64 responses (P = 8) and 512 (P = 64), G = 8, 256 new tokens, passes of 64 rows.
 # Each times TRL, then the harness's three decoding loops (eager; static with a CUDA graph; compiled, the static
 # step compiled by torch.compile first); TRL's static-cache generation failed under autocast and is left out.
@@ -76,26 +89,15 @@ for size in small large; do
   else
     prompts=$([ $size = small ] && echo 8 || echo 64)
     bench=(--model qwen2-0.5b --device cuda --precision bf16 --prompts "$prompts" --group 8 --max-new-tokens 256
-      --warmup 1 --repeats 2 --micro-batch 64)
+      --warmup 1 --repeats 1 --micro-batch 64)
   fi
-  limit=$([ $size = small ] && echo 190 || echo 220)
+  limit=$([ $size = small ] && echo 180 || echo 190)
   PYTHONUNBUFFERED=1 timeout "$limit" "$python" -m algos.campaign.bench "${bench[@]}" --engines eager static compiled \
     --json "$out/bench-$size.json" 2>&1 | tee -a "$log"
   status=${PIPESTATUS[0]}
   [ "$status" = 0 ] || bench_status=$status
   say "== the bench ($size): exit $status in $(($(date +%s) - bench_started)) s"
 done
-
-say "== the GPU suite"
-suite_started=$(date +%s)
-require=$([ "$dry_run" = 0 ] && echo 1 || echo 0)
-# Quickest first; stopped at its limit by an interrupt, pytest still writes the report of what ran.
-suite=(tests/gpu/test_sampling.py tests/gpu/test_updates.py tests/gpu/test_resume.py tests/gpu/test_fsdp2.py)
-PYTHONUNBUFFERED=1 REQUIRE_GPU=$require timeout -s INT -k 15 130 "$python" -m pytest -m gpu "${suite[@]}" \
-  -p no:cacheprovider -q -rA \
-  -W ignore::FutureWarning --junitxml "$out/gpu-tests.xml" 2>&1 | tee -a "$log"
-suite_status=${PIPESTATUS[0]}
-say "== the GPU suite: exit $suite_status in $(($(date +%s) - suite_started)) s"
 
 say "== where the harness's step spends its time outside sampling"
 if [ "$dry_run" = 1 ]; then
