@@ -89,8 +89,16 @@ def full_optimizer_state(accelerator: Accelerator, model: torch.nn.Module, optim
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
 
     reshard(model)
+    # torch fills an empty state (no update yet: the step-0 checkpoint) with a step of zero gradients at rate 0, which
+    # leaves Adam's step counts at 1 and so shifts its bias correction in every later update: it is saved empty and
+    # the live optimizer left as it was.
+    fresh = not optimizer.state
     options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return get_optimizer_state_dict(model, optimizer, options=options)
+    state = get_optimizer_state_dict(model, optimizer, options=options)
+    if fresh:
+        optimizer.state.clear()
+        state["state"] = {}
+    return state
 
 
 def reshard(model: torch.nn.Module) -> None:
@@ -117,6 +125,8 @@ def load_full_optimizer_state(
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
     set_optimizer_state_dict(model, optimizer, state, options=StateDictOptions(full_state_dict=True))
+    if not state["state"]:  # saved before the first update: drop the zero-gradient step torch filled it with
+        optimizer.state.clear()
 
 
 def generate_share(

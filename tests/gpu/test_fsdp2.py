@@ -1,5 +1,10 @@
 """The FSDP2 code path in one process (``experiments/accelerate/fsdp2.yaml``): the sharded run checkpoints whole
-weights that load as a plain model, and a run killed after a checkpoint restarts to where one plain process ends."""
+weights that load as a plain model, and a run killed after a checkpoint restarts to where the uninterrupted sharded
+run ends.
+
+The tiny run's rewards are nearly all 0, so its gradients are float noise that Adam scales to steps of the learning
+rate: a sharded and a plain run part at the first rounding difference, which says nothing about the sharding (the
+two-process runs on the CPU check that one equals one process)."""
 
 import os
 import signal
@@ -9,12 +14,9 @@ import sys
 import pytest
 from transformers import AutoModelForCausalLM
 
-from algos.config.presets import load_config
 from algos.engine.checkpoint import latest_checkpoint
 from algos.trainer import run_files
-from algos.trainer.train import train
-from tests.algos.engine.test_distributed import assert_same_run
-from tests.algos.trainer.test_train import PROJECT, await_checkpoint, tiny_overrides
+from tests.algos.trainer.test_train import PROJECT, await_checkpoint, comparable, tiny_overrides
 
 pytestmark = pytest.mark.gpu
 
@@ -30,12 +32,12 @@ def launched(out, overrides: list[str], log) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=PROJECT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def test_a_killed_fsdp2_run_saves_whole_weights_and_restarts_to_the_plain_run(tiny_base, tmp_path):
-    # The sharded run decodes eagerly (FSDP gathers its weights every call); the plain one too, so the runs differ
-    # in sharding alone, not in the decoder's float rounding of the sampler's log-probabilities.
-    overrides = [*tiny_overrides(tiny_base, **{"run.steps": 12}), "run.device=cuda", "rollout.engine=eager"]
-    train(load_config("grpo", overrides=overrides), tmp_path / "plain")
-    sharded, log = tmp_path / "fsdp2", tmp_path / "fsdp2.log"
+def test_a_killed_fsdp2_run_saves_whole_weights_and_restarts_to_the_uninterrupted_run(tiny_base, tmp_path):
+    overrides = [*tiny_overrides(tiny_base, **{"run.steps": 12}), "run.device=cuda", "run.deterministic=true"]
+    log = tmp_path / "fsdp2.log"
+    uninterrupted = launched(tmp_path / "uninterrupted", overrides, log.open("w"))
+    assert uninterrupted.wait(timeout=150) == 0, log.read_text()[-6000:]
+    sharded = tmp_path / "fsdp2"
     first = launched(sharded, overrides, log.open("w"))
     await_checkpoint(sharded, first)
     if first.poll() is None:
@@ -52,4 +54,4 @@ def test_a_killed_fsdp2_run_saves_whole_weights_and_restarts_to_the_plain_run(ti
     again = launched(sharded, overrides, log.open("w"))
     assert again.wait(timeout=150) == 0, log.read_text()[-6000:]
     assert [row["step"] for row in run_files.read_metrics(sharded)] == list(range(13))
-    assert_same_run(tmp_path / "plain", sharded, processes=1)
+    assert comparable(run_files.read_metrics(sharded)) == comparable(run_files.read_metrics(tmp_path / "uninterrupted"))

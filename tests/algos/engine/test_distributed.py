@@ -169,6 +169,43 @@ def test_an_fsdp2_optimizer_state_is_gathered_after_a_forward_pass_without_backw
         torch.distributed.destroy_process_group()
 
 
+def test_an_fsdp2_checkpoint_before_the_first_update_leaves_adam_where_a_plain_optimizer_is(tmp_path):
+    """Gathering an empty FSDP2 optimizer state (the step-0 checkpoint) must not count a step: torch fills it with a
+    zero-gradient step, whose step count would shift Adam's bias correction in every later update."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    def sharded() -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
+        fully_shard(model, mesh=mesh)
+        return model, torch.optim.AdamW(model.parameters(), lr=0.1)
+
+    def train(model, optimizer, steps: range) -> list[torch.Tensor]:
+        for step in steps:
+            inputs = torch.randn(3, 4, generator=torch.Generator().manual_seed(100 + step))
+            model(inputs).pow(2).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        return [parameter.full_tensor().clone() for parameter in model.parameters()]
+
+    torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        mesh = init_device_mesh("cpu", (1,))
+        fsdp2 = types.SimpleNamespace(is_fsdp2=True)
+        never_saved = train(*sharded(), range(3))
+        model, optimizer = sharded()
+        state = full_optimizer_state(fsdp2, model, optimizer)
+        assert state["state"] == {} and not optimizer.state
+        assert all(torch.equal(a, b) for a, b in zip(train(model, optimizer, range(3)), never_saved, strict=True))
+        model, resumed = sharded()
+        load_full_optimizer_state(fsdp2, model, resumed, state)  # resumed from the step-0 checkpoint
+        assert not resumed.state
+        assert all(torch.equal(a, b) for a, b in zip(train(model, resumed, range(3)), never_saved, strict=True))
+    finally:
+        torch.distributed.destroy_process_group()
+
+
 def test_an_fsdp2_update_reads_its_gradient_norm_as_a_number(tmp_path):
     """Under FSDP2 the gradient norm is a distributed tensor; the optimizer step's metrics still read as numbers."""
     from torch.distributed.device_mesh import init_device_mesh
