@@ -36,7 +36,15 @@ namespaces and limits:
   read the host-wide rename cookie that every rename moves;
 - a file system's free space (``statfs``, ``fstatfs``, ``ustat``): the files a sandbox sees lie on the host's file
   systems, whose free space every grading running at the same time can move (its stderr capture grows a host
-  file) and read.
+  file) and read;
+- kernel objects that no per-process limit bounds, which under gVisor grow the sandbox's kernel's own memory, outside
+  every limit where the grader has no cgroup: POSIX timers (``timer_create``: gVisor applies no RLIMIT_SIGPENDING,
+  and 82,258 timers in 8 s grew it by 266 MB; CPython's ``signal.setitimer``, ``time.sleep`` and threads use other
+  calls), and ``fcntl``'s record locks (``F_SETLK``, ``F_SETLKW``, ``F_OFD_SETLK``, ``F_OFD_SETLKW``: a lock on
+  every other byte of a file the program may read is one more range each, 191,600 of them 79 MB; on Linux they are
+  kernel memory outside RLIMIT_AS, and locks on the view's shared files are seen by every grading running beside
+  it). ``flock`` (one lock an open file) and ``F_GETLK`` stay; ``sqlite3`` on a file cannot lock it (``:memory:``
+  databases work).
 
 A call from another architecture's ABI (x86-64's 32-bit and x32 entry points) kills the process,
 so the filter cannot be sidestepped through a second system-call table. Built for x86-64 and
@@ -55,15 +63,16 @@ REFUSED = (
     "move_mount", "fsopen", "fsmount", "fspick", "fsconfig", "mount_setattr", "io_uring_setup", "io_uring_enter", "io_uring_register", "io_setup", "io_submit", "io_getevents",
     "io_pgetevents", "io_cancel", "io_destroy", "bpf", "perf_event_open", "userfaultfd", "open_by_handle_at",
     "fanotify_init", "socket", "socketpair", "splice", "vmsplice", "tee", "inotify_init1", "inotify_add_watch",
-    "statfs", "fstatfs", "ustat",
+    "statfs", "fstatfs", "ustat", "timer_create",
 )  # fmt: skip
 ABSENT = {"aarch64": ("ustat",)}
 """Refused calls an architecture does not have."""
 MADV_COLD, MADV_PAGEOUT, MADV_COLLAPSE = 20, 21, 25
 F_SET_RW_HINT, F_SET_FILE_RW_HINT = 1036, 1038
+F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW = 6, 7, 37, 38
 REFUSED_ARGUMENTS: dict[str, tuple[int, tuple[int, ...]]] = {
     "madvise": (2, (MADV_COLD, MADV_PAGEOUT, MADV_COLLAPSE)),
-    "fcntl": (1, (F_SET_RW_HINT, F_SET_FILE_RW_HINT)),
+    "fcntl": (1, (F_SET_RW_HINT, F_SET_FILE_RW_HINT, F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW)),
 }
 """Calls refused for some values of one argument: name -> (the argument's index, the values refused)."""
 SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
@@ -80,7 +89,7 @@ SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
         "perf_event_open": 298, "userfaultfd": 323, "open_by_handle_at": 304, "fanotify_init": 300, "clone": 56,
         "clone3": 435, "socket": 41, "socketpair": 53, "splice": 275, "tee": 276, "vmsplice": 278,
         "inotify_init1": 294, "inotify_add_watch": 254, "madvise": 28, "fcntl": 72, "statfs": 137, "fstatfs": 138,
-        "ustat": 136,
+        "ustat": 136, "timer_create": 222,
     },
     "aarch64": {
         "keyctl": 219, "add_key": 217, "request_key": 218, "shmget": 194, "memfd_create": 279, "fallocate": 47,
@@ -95,6 +104,7 @@ SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
         "perf_event_open": 241, "userfaultfd": 282, "open_by_handle_at": 265, "fanotify_init": 262, "clone": 220,
         "clone3": 435, "socket": 198, "socketpair": 199, "splice": 76, "tee": 77, "vmsplice": 75,
         "inotify_init1": 26, "inotify_add_watch": 27, "madvise": 233, "fcntl": 25, "statfs": 43, "fstatfs": 44,
+        "timer_create": 107,
     },
 }  # fmt: skip
 """Each architecture's system-call numbers (the kernel's unistd tables): REFUSED's, REFUSED_ARGUMENTS', and

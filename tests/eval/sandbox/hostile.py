@@ -25,6 +25,7 @@ import platform
 import secrets
 import socket
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from eval.sandbox.host import (
     STRONG_ISOLATIONS,
     UNPRIVILEGED_ID,
     Isolation,
+    Sandbox,
     SandboxLimits,
     SandboxResult,
     detect_isolation,
@@ -170,10 +172,40 @@ KERNEL_MEMORY_PROBES: dict[str, str] = {
     "worked = os.splice(r, w2, 1) == 1\n",
     "pipe-tee": LIBC + "import os\nr, w = os.pipe()\nr2, w2 = os.pipe()\nos.write(w, b'x')\n"
     "worked = libc.syscall({tee}, r, w2, 1, 0) == 1\n",
+    "posix-timers": LIBC + "timer = ctypes.c_int()\n"
+    "worked = libc.syscall({timer_create}, 1, None, ctypes.byref(timer)) == 0  # CLOCK_MONOTONIC, SIGALRM\n",
+    "record-locks": "import fcntl, os, sys\nfd = os.open(os.path.realpath(sys.executable), os.O_RDONLY)\n"
+    "for start in (0, 2):  # two ranges, not one: a byte apart\n"
+    "    fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, start)\nworked = True\n",
 }
 """Probes (statements setting ``worked``) that make the kernel hold memory no per-process limit or every cgroup
-counts: socket buffers of each family, pages pinned in a pipe. Each works outside the sandbox
+counts: socket buffers of each family, pages pinned in a pipe, and the kernel objects gVisor's kernel holds without
+a bound (POSIX timers, record locks: :data:`SENTRY_FLOODS`). Each works outside the sandbox
 (tests/eval/sandbox/test_hostile.py runs them bare)."""
+
+SENTRY_FLOODS: dict[str, str] = {
+    "posix-timers": LIBC + "import time\ntimer, created, end = ctypes.c_int(), 0, time.monotonic() + FLOOD_S\n"
+    "while time.monotonic() < end and libc.syscall({timer_create}, 1, None, ctypes.byref(timer)) == 0:\n"
+    "    created += 1\n",
+    "record-locks": "import fcntl, os, sys, time\nfd = os.open(os.path.realpath(sys.executable), os.O_RDONLY)\n"
+    "created, end = 0, time.monotonic() + FLOOD_S\ntry:\n"
+    "    while time.monotonic() < end:  # every other byte, so that no two ranges merge\n"
+    "        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 2 * created)\n        created += 1\n"
+    "except OSError:\n    pass\n",
+}
+"""Programs that create as many of one kernel object as they can for ``FLOOD_S`` seconds (``created``: how many).
+Under gVisor each is held in the sandbox's kernel's own memory, which no per-process limit (open files, address
+space, processes) bounds, nor, without a cgroup, anything else. Measured before the filter refused them (graders
+without a cgroup, ``memory_mb`` 128, 8 s of flood): 82,258 timers grew the kernel by 266 MB and 191,600 locks by
+79 MB as uid 65534 (64,539 and 203,600 as root: 222 and 93 MB), where what the other limits bound grew it by at most
+44 MB (29 pipes of 1 MiB, the open files' cap; 26,941 one-page mappings, the address space's cap, 27 MB; 1,984
+queued realtime signals, 32 a signal, 12 MB)."""
+FLOOD_S = 6.0
+SENTRY_LIMITS = SandboxLimits(timeout_s=10.0, memory_mb=128)
+SENTRY_GROWTH_MB = 32
+"""How far past an idle program's a flood may take the peak memory of gVisor's kernel (an idle one's varies by
+about 10 MB from grading to grading)."""
+IDLE = "import time\ntime.sleep(FLOOD_S)\ncreated = 0\n"
 
 
 def _kernel_took(call: str) -> str:
@@ -777,6 +809,7 @@ class Bait:
                     "pidfd_getfd",
                     "vmsplice",
                     "tee",
+                    "timer_create",
                 )
             },  # fmt: skip
         }
@@ -944,6 +977,44 @@ def describe(pids: set[int]) -> list[str]:
             f"{pid} {status['State']} ppid {status['PPid']} uid {status['Uid'].split()[0]}: {command[:120]}"
         )
     return described
+
+
+def sentry_growth(name: str, isolation: Isolation) -> tuple[int, int]:
+    """Grade :data:`SENTRY_FLOODS`' ``name`` and an idle program under ``isolation`` with :data:`SENTRY_LIMITS`: how
+    many objects the flood created, and how many MB the peak memory (resident) of gVisor's kernel (``runsc-sandbox``,
+    a descendant of this process) grew past the idle program's; 0 where none runs (bubblewrap)."""
+    peaks, created = [], 0
+    for program in (IDLE, SENTRY_FLOODS[name].format(**SYSCALL_NUMBERS[platform.machine()])):
+        source = program.replace("FLOOD_S", repr(FLOOD_S)) + "\n\ndef count():\n    return created\n"
+        outcome: dict[str, int] = {}
+        grading = threading.Thread(target=_count_created, args=(source, isolation, outcome))
+        grading.start()
+        peak = 0
+        while grading.is_alive():
+            peak = max(peak, sum(_status(pid, "VmRSS") or 0 for pid in _sentries()))
+            time.sleep(0.1)
+        grading.join()
+        peaks.append(peak)
+        created = outcome["created"]
+    return created, (peaks[1] - peaks[0]) // 1024
+
+
+def _count_created(source: str, isolation: Isolation, outcome: dict[str, int]) -> None:
+    with Sandbox(source, SENTRY_LIMITS, isolation) as sandbox:
+        outcome["created"] = sandbox.call("count")
+
+
+def _sentries() -> list[int]:
+    """Pids of the gVisor kernels below this process."""
+    found = []
+    for pid in living_processes():
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue  # gone meanwhile
+        if command == b"runsc-sandbox" and _descends_from_us(pid):
+            found.append(pid)
+    return found
 
 
 def project_fingerprint() -> str:

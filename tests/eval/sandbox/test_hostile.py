@@ -1,5 +1,6 @@
 """The hostile set (tests/eval/sandbox/hostile.py): every completion fails, and none of them leaves a trace."""
 
+import dataclasses
 import json
 import os
 import platform
@@ -26,11 +27,14 @@ from tests.eval.sandbox.hostile import (
     KERNEL_MEMORY_PROBES,
     LEARNER,
     LIMITS,
+    SENTRY_FLOODS,
+    SENTRY_GROWTH_MB,
     SHARED_STATE_PROBES,
     bait,
     living_processes,
     project_fingerprint,
     run_attacks,
+    sentry_growth,
     survivors,
 )
 from tests.eval.sandbox.unprivileged import AS_NOBODY, NOBODY, PROJECT, unprivileged, unprivileged_python
@@ -162,6 +166,36 @@ def test_each_kernel_memory_and_shared_state_probe_works_outside_the_sandbox_as_
     if os.geteuid() == 0 and shutil.which("setpriv") is not None:
         as_nobody = unprivileged([*unprivileged_python(), "-c", probe], timeout=60)
         assert as_nobody.returncode == 0, as_nobody.stderr[-2000:]
+
+
+SENTRY_GROWTH_AS_NOBODY = """\
+import json, sys
+from eval.sandbox.host import strong_isolation
+from tests.eval.sandbox.hostile import sentry_growth
+isolation = strong_isolation(sys.argv[2])
+print(json.dumps([isolation.cgroups, *sentry_growth(sys.argv[1], isolation)]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SENTRY_FLOODS))
+def test_each_flood_of_kernel_objects_gvisor_would_hold_without_bound_is_refused(name, each_strong_isolation):
+    """Bare, each object is created (the probes above, as root and as uid 65534); graded by a grader without a cgroup
+    (root told there is none, under gVisor, and uid 65534, which has none), the flood creates none and gVisor's kernel
+    grows no more than an idle program's does (before the filter refused them: by 266 MB for timers, 79 MB for
+    locks, in 8 s)."""
+    isolation = each_strong_isolation
+    if isolation.kind == "gvisor":  # bubblewrap's sandbox has no kernel of its own to grow: the refusal is the check
+        isolation = dataclasses.replace(isolation, cgroups=False)
+    created, growth = sentry_growth(name, isolation)
+    assert created == 0 and growth < SENTRY_GROWTH_MB, (created, growth)
+    if os.geteuid() == 0 and shutil.which("setpriv") is not None:
+        run = unprivileged(
+            [*unprivileged_python(), "-c", SENTRY_GROWTH_AS_NOBODY, name, isolation.kind], cwd=PROJECT, timeout=120
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        cgroups, created, growth = json.loads(run.stdout.strip().splitlines()[-1])
+        assert not cgroups and created == 0 and growth < SENTRY_GROWTH_MB, (cgroups, created, growth)
 
 
 @pytest.fixture

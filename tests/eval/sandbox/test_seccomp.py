@@ -66,7 +66,8 @@ def test_clone_with_a_namespace_flag_is_refused_and_clone3_is_unavailable(machin
 
 @pytest.mark.parametrize("machine", sorted(SYSCALL_NUMBERS))
 def test_madvise_and_fcntl_are_refused_for_the_listed_values_only(machine):
-    """By hand: madvise(addr, len, advice) reads args[2] (offset 16 + 2 x 8 = 32); fcntl(fd, cmd) reads args[1] (24)."""
+    """By hand: madvise(addr, len, advice) reads args[2] (offset 16 + 2 x 8 = 32); fcntl(fd, cmd) reads args[1] (24):
+    its write-lifetime hints and the commands that set record locks, which gVisor's kernel holds without a bound."""
     program = instructions(build_filter(machine))
     numbers = SYSCALL_NUMBERS[machine]
     start = len(program) - 1 - ARGUMENT_CHECKS
@@ -81,12 +82,31 @@ def test_madvise_and_fcntl_are_refused_for_the_listed_values_only(machine):
         (0x06, 0, 0, REFUSE),
         (0x06, 0, 0, ALLOW),  # MADV_DONTNEED and the rest, which the allocator uses
     ]
-    assert program[start + 9 : start + 16] == [
-        (0x15, 0, 6, numbers["fcntl"]),
+    assert program[start + 9 : start + 24] == [
+        (0x15, 0, 14, numbers["fcntl"]),
         (0x20, 0, 0, 24),
         (0x15, 0, 1, 1036),  # F_SET_RW_HINT
         (0x06, 0, 0, REFUSE),
         (0x15, 0, 1, 1038),  # F_SET_FILE_RW_HINT
         (0x06, 0, 0, REFUSE),
-        (0x06, 0, 0, ALLOW),
+        (0x15, 0, 1, 6),  # F_SETLK
+        (0x06, 0, 0, REFUSE),
+        (0x15, 0, 1, 7),  # F_SETLKW
+        (0x06, 0, 0, REFUSE),
+        (0x15, 0, 1, 37),  # F_OFD_SETLK
+        (0x06, 0, 0, REFUSE),
+        (0x15, 0, 1, 38),  # F_OFD_SETLKW
+        (0x06, 0, 0, REFUSE),
+        (0x06, 0, 0, ALLOW),  # F_GETLK, F_SETFL, F_SETPIPE_SZ and the rest
     ]
+    assert start + 24 == len(program) - 1
+
+
+@pytest.mark.parametrize(("machine", "number"), [("x86_64", 222), ("aarch64", 107)])
+def test_timer_create_is_refused(machine, number):
+    """POSIX timers, which gVisor's kernel holds without a bound (it does not apply RLIMIT_SIGPENDING): by hand,
+    timer_create's number in each kernel table, then its own check in the program, followed by a refusal."""
+    assert SYSCALL_NUMBERS[machine]["timer_create"] == number and "timer_create" in refused_on(machine)
+    program = instructions(build_filter(machine))
+    assert program.count((0x15, 0, 1, number)) == 1  # no other check compares with the number
+    assert program[program.index((0x15, 0, 1, number)) + 1] == (0x06, 0, 0, REFUSE)
