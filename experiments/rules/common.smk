@@ -317,8 +317,9 @@ RUNS_OF = {"stream": "results/runs", "keyed": "results/coupled"}
 """Where each kind of draws' runs are: the stream runs are the campaign's own."""
 
 
+@functools.cache
 def check_coupled_budget():
-    """Each pair's spec under the campaign's budget and keyed draws; else one line naming the pair, exit 2.
+    """Each pair's spec under the campaign's budget and keyed draws, once; else one line naming the pair, exit 2.
 
     Called from the coupling rules' inputs, so that only the coupling target depends on it: a campaign whose budget
     suits its own specs runs whatever the coupling's pairs are.
