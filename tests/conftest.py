@@ -12,6 +12,12 @@ from tests.cluster import SLURM_SCRIPT, STORES_SCRIPT, STORES_SETTINGS
 from tests.requirements import require_extra, unavailable
 
 
+def pytest_collection_modifyitems(config, items):
+    """The slow tests first, the rest after, each part in file order: two workers that take tests in this order end
+    together, since no long test is left until one of them has nothing else to run."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def float64_and_seed():
     """Exact arithmetic for hand-computed values, and a fixed seed for random inputs."""

@@ -27,6 +27,7 @@ from tests.test_pipeline_smoke import ROOT, TINY, snakemake
 pytestmark = [
     needs_extra("workflow", command="snakemake"),
     needs_extra("ui", module="flask"),
+    pytest.mark.xdist_group("mlflow_ui"),  # in the whole suite, one worker runs the module's campaign
 ]
 
 SPECS = ["dr_grpo_bias", "dapo_table1"]  # both have a GRPO row: the experiments must keep theirs apart

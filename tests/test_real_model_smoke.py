@@ -14,6 +14,8 @@ from algos.trainer.train import StopTraining, train
 from eval.run.evaluate import METRICS_FILE, PROTOCOL_FILE
 from eval.run.evaluate import main as evaluate_main
 
+pytestmark = pytest.mark.xdist_group("smollm2")  # in the whole suite, one worker converts the model (minutes)
+
 EXPERIMENTS = Path(__file__).parent.parent / "experiments" / "smollm2"
 
 

@@ -25,7 +25,7 @@ from tests.test_pipeline_smoke import ENVIRONMENT, TINY
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.serial,  # the cluster's services are the machine's
+    pytest.mark.xdist_group("cluster"),  # one worker runs both modules: they start and stop the same services
     needs_extra("workflow", command="snakemake"),
 ]
 BURST_JOBS = 16

@@ -1,6 +1,8 @@
 """The default run leaves the slow tests out, and the whole suite (what CI runs) runs every test exactly once: no
 test is left to run nowhere."""
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -13,33 +15,60 @@ ROOT = Path(__file__).resolve().parents[1]
 WHOLE_SUITE = ROOT / "tests" / "whole_suite.sh"
 
 
-def collected(*options: str) -> set[str]:
-    """The test ids ``python -m pytest --collect-only`` selects with ``options``."""
+def markers_of_every_test(tmp_path) -> dict[str, set[str]]:
+    """Test id -> marker names, for every test ``python -m pytest -m ""`` collects (one collection)."""
+    listing = tmp_path / "markers.json"
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *options],
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", ""]
+        + ["-p", "tests.marker_listing"],
         capture_output=True,
         text=True,
         cwd=ROOT,
+        env={**os.environ, "MARKER_LISTING": str(listing)},
         timeout=900,
         check=False,
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    return {line for line in run.stdout.splitlines() if "::" in line}
+    return {test: set(names) for test, names in json.loads(listing.read_text()).items()}
+
+
+def selected(expression: str, markers: dict[str, set[str]]) -> set[str]:
+    """The tests a ``-m`` expression of marker names, ``not``, ``and``, ``or`` and brackets selects."""
+    names = set(re.findall(r"[A-Za-z_]\w*", expression)) - {"not", "and", "or"}
+    return {
+        test
+        for test, own in markers.items()
+        if eval(expression, {"__builtins__": {}}, {name: name in own for name in names})
+    }
 
 
 def test_ci_runs_the_whole_suite_and_the_default_leaves_out_only_the_slow_tests():
     assert "bash tests/whole_suite.sh" in (ROOT / ".ci" / "run").read_text()
     assert "bash tests/whole_suite.sh" in (ROOT / "README.md").read_text()
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    assert "-m 'not slow'" in options["addopts"] and "--strict-markers" in options["addopts"]
-    selections = re.findall(r'python -m pytest -m "([^"]+)"', WHOLE_SUITE.read_text())
-    assert selections == ["not serial", "serial"]
+    assert "--strict-markers" in options["addopts"] and default_selection() == "not slow"
+    assert whole_suite_selections() == ["not serial", "serial"]
+    assert "--dist loadgroup" in WHOLE_SUITE.read_text()  # the tests of one xdist_group share a worker
+
+
+def default_selection() -> str:
+    """The ``-m`` expression of pyproject.toml's addopts: what ``python -m pytest`` runs."""
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    (expression,) = re.findall(r"-m '([^']+)'", options["addopts"])
+    return expression
+
+
+def whole_suite_selections() -> list[str]:
+    """The ``-m`` expressions of tests/whole_suite.sh's two pytest runs, in order."""
+    return re.findall(r'python -m pytest -m "([^"]+)"', WHOLE_SUITE.read_text())
 
 
 @pytest.mark.slow
-def test_the_whole_suites_two_runs_select_every_test_once():
-    everything = collected("-m", "")
-    parallel, alone = collected("-m", "not serial"), collected("-m", "serial")
+def test_the_whole_suites_two_runs_select_every_test_once(tmp_path):
+    markers = markers_of_every_test(tmp_path)
+    everything = set(markers)
+    parallel, alone = (selected(expression, markers) for expression in whole_suite_selections())
     assert parallel | alone == everything and not parallel & alone
-    default = collected()
-    assert default < everything and not default & collected("-m", "slow")
+    default = selected(default_selection(), markers)
+    assert default < everything and not default & selected("slow", markers)
+    assert len(selected("serial", markers)) < len(everything) / 4  # most tests run two at a time

@@ -61,6 +61,9 @@ host=$(hostname -s)
 cpus=$(nproc)
 memory=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
 mkdir -p "$state/ctld" "$state/d" /var/log/slurm /run/munge
+# MessageTimeout: one machine answers in milliseconds, and while the cluster is stopped a SLURM command retries the
+# controller once a second for MessageTimeout - 1 s; Snakemake's SLURM plugin runs one (scontrol show config) each
+# time Snakemake starts, whatever the executor: 10 s, SLURM's default, would add 9 s to every start.
 cat > "$conf.new" <<CONF
 $marker
 ClusterName=rl-harness
@@ -79,6 +82,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 ReturnToService=2
 MinJobAge=3600
+MessageTimeout=5
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=$host

