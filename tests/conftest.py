@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from _pytest.nodeid import NodeId
 
 from eval.benchmarks.loaders import BENCHMARK_FILES, BENCHMARKS_DIR_ENV
 from tests.cluster import SLURM_SCRIPT, STORES_SCRIPT, STORES_SETTINGS
@@ -14,8 +15,23 @@ from tests.requirements import require_extra, unavailable
 
 def pytest_collection_modifyitems(config, items):
     """The slow tests first, the rest after, each part in file order: two workers that take tests in this order end
-    together, since no long test is left until one of them has nothing else to run."""
+    together, since no long test is left until one of them has nothing else to run. Under ``--dist loadgroup``, the
+    tests of one ``xdist_group`` are sent to one worker."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    if getattr(config.option, "loadgroup", False):
+        for item in items:
+            name_group(item)
+
+
+def name_group(item) -> None:
+    """Append ``@group`` to the id of a test marked ``xdist_group(group)``, the id xdist's scheduler groups by.
+
+    pytest-xdist 3.8 appends it by assigning ``item._nodeid``, which pytest 9 no longer reads (its ids live in
+    ``item._id``): without this, every test of a group is scheduled alone.
+    """
+    groups = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group")})
+    if groups and "@" not in item.nodeid.rpartition("]")[2]:
+        item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 @pytest.fixture(autouse=True)

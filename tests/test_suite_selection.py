@@ -72,3 +72,26 @@ def test_the_whole_suites_two_runs_select_every_test_once(tmp_path):
     default = selected(default_selection(), markers)
     assert default < everything and not default & selected("slow", markers)
     assert len(selected("serial", markers)) < len(everything) / 4  # most tests run two at a time
+
+
+def test_the_tests_of_one_xdist_group_run_on_one_worker(tmp_path):
+    (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n")
+    (tmp_path / "test_grouped.py").write_text(
+        "import os\nimport pytest\n\n"
+        "@pytest.mark.xdist_group('together')\n@pytest.mark.parametrize('n', range(4))\n"
+        "def test_grouped(n):\n    print('worker', os.environ['PYTEST_XDIST_WORKER'])\n\n"
+        "@pytest.mark.parametrize('n', range(4))\ndef test_alone(n):\n    pass\n"
+    )
+    command = [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", "-v"]
+    run = subprocess.run(
+        [*command, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    workers = re.findall(r"\[(gw\d)\] .*PASSED test_grouped.py::test_grouped\[\d\]@together", run.stdout)
+    assert len(workers) == 4 and len(set(workers)) == 1, run.stdout[-2000:]
