@@ -18,18 +18,23 @@ WHOLE_SUITE = ROOT / "tests" / "whole_suite.sh"
 def markers_of_every_test(tmp_path) -> dict[str, set[str]]:
     """Test id -> marker names, for every test ``python -m pytest -m ""`` collects (one collection)."""
     listing = tmp_path / "markers.json"
+    pytest_run(["--collect-only", "-q", "-m", "", "-p", "tests.marker_listing"], ROOT, MARKER_LISTING=str(listing))
+    return {test: set(names) for test, names in json.loads(listing.read_text()).items()}
+
+
+def pytest_run(options: list[str], cwd: Path, **environment: str) -> subprocess.CompletedProcess:
+    """``python -m pytest`` with ``options`` in ``cwd`` (this checkout importable), asserted to pass."""
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", ""]
-        + ["-p", "tests.marker_listing"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *options],
         capture_output=True,
         text=True,
-        cwd=ROOT,
-        env={**os.environ, "MARKER_LISTING": str(listing)},
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **environment},
         timeout=900,
         check=False,
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    return {test: set(names) for test, names in json.loads(listing.read_text()).items()}
+    return run
 
 
 def selected(expression: str, markers: dict[str, set[str]]) -> set[str]:
@@ -45,17 +50,20 @@ def selected(expression: str, markers: dict[str, set[str]]) -> set[str]:
 def test_ci_runs_the_whole_suite_and_the_default_leaves_out_only_the_slow_tests():
     assert "bash tests/whole_suite.sh" in (ROOT / ".ci" / "run").read_text()
     assert "bash tests/whole_suite.sh" in (ROOT / "README.md").read_text()
-    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    assert "--strict-markers" in options["addopts"] and default_selection() == "not slow"
+    assert "--strict-markers" in pytest_addopts() and default_selection() == "not slow"
     assert whole_suite_selections() == ["not serial", "serial"]
     assert "--dist loadgroup" in WHOLE_SUITE.read_text()  # the tests of one xdist_group share a worker
 
 
 def default_selection() -> str:
     """The ``-m`` expression of pyproject.toml's addopts: what ``python -m pytest`` runs."""
-    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    (expression,) = re.findall(r"-m '([^']+)'", options["addopts"])
+    (expression,) = re.findall(r"-m '([^']+)'", pytest_addopts())
     return expression
+
+
+def pytest_addopts() -> str:
+    """pyproject.toml's pytest ``addopts``."""
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
 
 
 def whole_suite_selections() -> list[str]:
@@ -77,21 +85,11 @@ def test_the_whole_suites_two_runs_select_every_test_once(tmp_path):
 def test_the_tests_of_one_xdist_group_run_on_one_worker(tmp_path):
     (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n")
     (tmp_path / "test_grouped.py").write_text(
-        "import os\nimport pytest\n\n"
+        "import pytest\n\n"
         "@pytest.mark.xdist_group('together')\n@pytest.mark.parametrize('n', range(4))\n"
-        "def test_grouped(n):\n    print('worker', os.environ['PYTEST_XDIST_WORKER'])\n\n"
+        "def test_grouped(n):\n    pass\n\n"
         "@pytest.mark.parametrize('n', range(4))\ndef test_alone(n):\n    pass\n"
     )
-    command = [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", "-v"]
-    run = subprocess.run(
-        [*command, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    run = pytest_run(["-n", "2", "--dist", "loadgroup", "-v", str(tmp_path)], tmp_path)
     workers = re.findall(r"\[(gw\d)\] .*PASSED test_grouped.py::test_grouped\[\d\]@together", run.stdout)
     assert len(workers) == 4 and len(set(workers)) == 1, run.stdout[-2000:]
