@@ -420,6 +420,21 @@ def test_no_zombie_is_left_where_nothing_reaps_orphans(kind, nobody):
         assert report[part]["zombies"] == 0, report
 
 
+def test_the_grading_time_measurement_reports_every_phase_of_each_tier():
+    for kind in ("gvisor", "bubblewrap"):
+        isolation_of(kind)
+    command = [sys.executable, "-m", "tests.eval.sandbox.grading_time", "--gradings", "2", "--block", "1"]
+    report = json.loads(subprocess.run(command, capture_output=True, text=True, timeout=600, check=True).stdout)
+    phases = ("started and loaded", "calls answered", "torn down")
+    for kind in ("gvisor", "bubblewrap"):
+        assert all(report[kind][name] > 0 for name in ("grading", "grading's CPU", *phases)), report
+        assert sum(report[kind][name] for name in phases) < 2 * report[kind]["grading"] + 50, report
+    assert 0 < report["gvisor"]["runsc, empty interpreter"] < report["gvisor"]["started and loaded"], report
+    assert report["gvisor / bubblewrap"]["grading"] == pytest.approx(
+        report["gvisor"]["grading"] / report["bubblewrap"]["grading"], abs=0.01
+    )
+
+
 def test_program_failure_is_an_exception_for_direct_use(isolation):
     with pytest.raises(ProgramFailed, match="did not load"):
         Sandbox("raise ValueError('no')", FAST, isolation)
