@@ -9,7 +9,9 @@ flagged endpoint over its window, where it has one):
 - the SD over seeds of the paired difference (row minus reference), with its 95 % interval (chi-square);
 - the correlation over seeds of the two rows' values, with its 95 % interval (Fisher's z);
 - the ratio of the SDs, keyed over stream, with a 95 % bootstrap interval (seeds resampled jointly for both kinds
-  of draws, since one seed's runs share their prompts): below 1, keyed draws need fewer seeds, by its square.
+  of draws, since one seed's runs share their prompts): below 1, keyed draws need fewer seeds, by its square;
+- over all pairs, on each table's metric, the pooled ratio (the square root of the geometric mean of the variance
+  ratios) with its bootstrap interval, and the decision it gives (:func:`keyed_draws_decided`).
 
 And for each pair and kind of draws, over seeds: the first step at which the two rows' rollouts differ, read from
 the statistics every step logs that the sampled tokens alone set (response lengths, accuracy, repetition): equal
@@ -117,6 +119,36 @@ def sd_ratio_interval(
     ratios = keyed_sd[valid] / stream_sd[valid]
     tail = (1 - confidence) / 2 * 100
     return ratio, float(np.percentile(ratios, tail)), float(np.percentile(ratios, 100 - tail))
+
+
+def pooled_sd_ratio_interval(
+    stream: np.ndarray, keyed: np.ndarray, confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES
+) -> tuple[float, float, float]:
+    """The pairs' pooled SD ratio, keyed over stream: the square root of the geometric mean over pairs of
+    Var(keyed) / Var(stream), from (pairs, n) difference series of the same seeds; the seeds a comparison needs scale
+    with its square. Percentile bootstrap interval that resamples seeds jointly for every pair and both kinds of
+    draws (a seed's runs share its prompts, and two pairs may share a reference row)."""
+
+    def pooled(stream_var: np.ndarray, keyed_var: np.ndarray) -> np.ndarray:
+        return np.exp(np.mean(np.log(keyed_var / stream_var), axis=-1) / 2)
+
+    ratio = float(pooled(np.var(stream, axis=1, ddof=1), np.var(keyed, axis=1, ddof=1)))
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    picks = rng.integers(0, stream.shape[1], size=(resamples, stream.shape[1]))  # (resamples, n)
+    stream_var = np.var(stream[:, picks], axis=2, ddof=1).T  # (resamples, pairs)
+    keyed_var = np.var(keyed[:, picks], axis=2, ddof=1).T
+    valid = np.all(stream_var > 0, axis=1) & np.all(keyed_var > 0, axis=1)
+    ratios = pooled(stream_var[valid], keyed_var[valid])
+    tail = (1 - confidence) / 2 * 100
+    return ratio, float(np.percentile(ratios, tail)), float(np.percentile(ratios, 100 - tail))
+
+
+def keyed_draws_decided(high: float) -> str:
+    """The decision declared before the coupling's runs were all in: keyed draws become the default for campaigns
+    started afterwards when the pooled SD ratio's upper 95 % bound is below 1; otherwise they stay an option."""
+    if high < 1:
+        return "keyed draws shrink the row differences' spread: the default for campaigns started from now"
+    return "not shown to shrink the row differences' spread: stream draws stay the default, keyed draws an option"
 
 
 def first_differing_step(a: FinishedRun, b: FinishedRun) -> int | None:
@@ -283,13 +315,18 @@ def write_coupling(
                     f"{np.mean(result.verdicts):.3f} (range {min(result.verdicts):.3f}–{max(result.verdicts):.3f})",
                 ]
             )
+    stream, keyed = (np.stack([results[pair][draws].differences[TABLE_QUANTITY] for pair in pairs]) for draws in DRAWS)
+    pooled = pooled_sd_ratio_interval(stream, keyed)
+    spread.append(["all pairs, pooled", "each table's metric (last step)", "keyed", "", "", "", _interval(*pooled)])
     problems = {result.problems for by_draws in results.values() for result in by_draws.values()}
     page = Page(
         title="Coupled rows: stream against keyed draws",
         introduction=(
             f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} of rows, seeds {', '.join(map(str, seeds))}, each trained under stream draws "
             f"({stream_runs}) and under keyed draws ({keyed_runs}). A ratio of SDs (keyed over stream) below 1 means "
-            "keyed draws decide a row difference with fewer seeds: the seeds a comparison needs scale with its square."
+            "keyed draws decide a row difference with fewer seeds: the seeds a comparison needs scale with its square. "
+            f"**Decision** (declared: keyed draws become the default where the pooled ratio's upper 95 % bound is "
+            f"below 1): {keyed_draws_decided(pooled[2])}."
         ),
         header=[
             "pair",

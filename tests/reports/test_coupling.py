@@ -13,8 +13,10 @@ from reports.coupling import (
     Pair,
     correlation_interval,
     first_differing_step,
+    keyed_draws_decided,
     main,
     parse_pair,
+    pooled_sd_ratio_interval,
     sd_interval,
     sd_ratio_interval,
     shared_responses,
@@ -45,6 +47,20 @@ def test_the_sd_ratio_of_a_scaled_copy_is_that_scale_in_every_resample():
     assert sd_ratio_interval(stream, stream / 2) == pytest.approx((0.5, 0.5, 0.5))
     ratio, low, high = sd_ratio_interval(stream, stream[::-1] * 0.1 + np.linspace(0, 0.01, 6))
     assert low <= ratio <= high
+
+
+def test_the_pooled_ratio_is_the_root_of_the_geometric_mean_of_the_pairs_variance_ratios():
+    stream = np.array([[0.3, -0.1, 0.2, 0.05, -0.25, 0.1], [0.02, 0.04, -0.03, 0.0, 0.01, -0.05]])
+    keyed = np.stack([stream[0] / 2, stream[1]])  # variance ratios 1/4 and 1: (1/4 x 1)^(1/2) = 1/2, its root 0.7071
+    assert pooled_sd_ratio_interval(stream, keyed) == pytest.approx((0.5**0.5,) * 3)
+    ratio, low, high = pooled_sd_ratio_interval(stream, np.stack([stream[1][::-1], stream[0] * 3]))
+    assert low <= ratio <= high and low < high
+
+
+def test_keyed_draws_become_the_default_only_where_the_pooled_ratios_upper_bound_is_below_one():
+    assert "the default for campaigns started from now" in keyed_draws_decided(0.97)
+    assert "stream draws stay the default" in keyed_draws_decided(1.0)
+    assert "stream draws stay the default" in keyed_draws_decided(1.4)
 
 
 def _history(lengths, rewards):
@@ -142,6 +158,8 @@ def test_the_page_shows_each_kind_of_draws_and_the_ratio_of_their_spreads(tmp_pa
     assert f"{sd:.3g} [" in stream_line
     keyed_line = next(line for line in page.splitlines() if "| keyed | 0.05 |" in line)
     assert "| 0.25 [0.25, 0.25] |" in keyed_line  # keyed's spread is a quarter of stream's in every resample
+    assert "| all pairs, pooled | each table's metric (last step) | keyed |  |  |  | 0.25 [0.25, 0.25] |" in page
+    assert "keyed draws shrink the row differences' spread" in page
     assert "| keyed | never within 3 steps | 0.750 (range 0.750–0.750) | 1.000" in page
     assert "| stream | never within 3 steps | 0.250 (range 0.250–0.250) | 1.000" in page
     assert (tmp_path / "reports" / "coupling.html").is_file()
