@@ -420,6 +420,7 @@ def test_no_zombie_is_left_where_nothing_reaps_orphans(kind, nobody):
         assert report[part]["zombies"] == 0, report
 
 
+@pytest.mark.slow
 def test_the_grading_time_measurement_reports_every_phase_of_each_tier():
     for kind in ("gvisor", "bubblewrap"):
         isolation_of(kind)
