@@ -11,7 +11,8 @@ flagged endpoint over its window, where it has one):
 - the ratio of the SDs, keyed over stream, with a 95 % bootstrap interval (seeds resampled jointly for both kinds
   of draws, since one seed's runs share their prompts): below 1, keyed draws need fewer seeds, by its square;
 - over all pairs, on each table's metric, the pooled ratio (the square root of the geometric mean of the variance
-  ratios) with its bootstrap interval, and the decision it gives (:func:`keyed_draws_decided`).
+  ratios) with its bootstrap interval, the exact permutation test that it is below 1, and the decision it gives
+  (:func:`keyed_draws_decided`).
 
 And for each pair and kind of draws, over seeds: the first step at which the two rows' rollouts differ, read from
 the statistics every step logs that the sampled tokens alone set (response lengths, accuracy, repetition): equal
@@ -143,10 +144,32 @@ def pooled_sd_ratio_interval(
     return ratio, float(np.percentile(ratios, tail)), float(np.percentile(ratios, 100 - tail))
 
 
-def keyed_draws_decided(high: float) -> str:
+def pooled_ratio_p_value(stream: np.ndarray, keyed: np.ndarray, most_swaps: int = 2**16) -> float:
+    """One-sided p-value that keyed draws shrink the pairs' spread, from (pairs, n) difference series of the same
+    seeds: the share of relabellings whose mean over pairs of log(Var(keyed) / Var(stream)) is at most the one
+    observed, a relabelling swapping the stream and keyed differences of some seeds (of every pair at once). Where the
+    kind of draws changes nothing, a seed's two values are exchangeable, so the test is exact: every one of the 2^n
+    relabellings where there are at most ``most_swaps``, else that many drawn at random (the observed one included)."""
+    n = stream.shape[1]
+    if 2**n <= most_swaps:
+        swaps = (np.arange(2**n)[:, None] >> np.arange(n)) & 1  # (2^n, n), the first row the observed labelling
+    else:
+        rng = np.random.default_rng(BOOTSTRAP_SEED)
+        swaps = np.vstack([np.zeros((1, n), dtype=np.int64), rng.integers(0, 2, size=(most_swaps - 1, n))])
+    swapped = swaps.astype(bool)[:, None, :]  # (swaps, 1, n)
+    stream_now, keyed_now = np.where(swapped, keyed, stream), np.where(swapped, stream, keyed)  # (swaps, pairs, n)
+    statistic = np.mean(np.log(np.var(keyed_now, axis=2, ddof=1) / np.var(stream_now, axis=2, ddof=1)), axis=1)
+    return float(np.mean(statistic <= statistic[0] + 1e-12))
+
+
+DECISION_LEVEL = 0.025
+"""One-sided level at which keyed draws are found to shrink the spread: the upper end of a two-sided 95 % test."""
+
+
+def keyed_draws_decided(p_value: float) -> str:
     """The decision declared before the coupling's runs were all in: keyed draws become the default for campaigns
-    started afterwards when the pooled SD ratio's upper 95 % bound is below 1; otherwise they stay an option."""
-    if high < 1:
+    started afterwards where :func:`pooled_ratio_p_value` is at most DECISION_LEVEL; otherwise they stay an option."""
+    if p_value <= DECISION_LEVEL:
         return "keyed draws shrink the row differences' spread: the default for campaigns started from now"
     return "not shown to shrink the row differences' spread: stream draws stay the default, keyed draws an option"
 
@@ -316,8 +339,18 @@ def write_coupling(
                 ]
             )
     stream, keyed = (np.stack([results[pair][draws].differences[TABLE_QUANTITY] for pair in pairs]) for draws in DRAWS)
-    pooled = pooled_sd_ratio_interval(stream, keyed)
-    spread.append(["all pairs, pooled", "each table's metric (last step)", "keyed", "", "", "", _interval(*pooled)])
+    pooled, p_value = pooled_sd_ratio_interval(stream, keyed), pooled_ratio_p_value(stream, keyed)
+    spread.append(
+        [
+            "all pairs, pooled",
+            "each table's metric (last step)",
+            "keyed",
+            "",
+            "",
+            "",
+            f"{_interval(*pooled)}, p = {p_value:.3g}",
+        ]
+    )
     problems = {result.problems for by_draws in results.values() for result in by_draws.values()}
     page = Page(
         title="Coupled rows: stream against keyed draws",
@@ -325,8 +358,8 @@ def write_coupling(
             f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} of rows, seeds {', '.join(map(str, seeds))}, each trained under stream draws "
             f"({stream_runs}) and under keyed draws ({keyed_runs}). A ratio of SDs (keyed over stream) below 1 means "
             "keyed draws decide a row difference with fewer seeds: the seeds a comparison needs scale with its square. "
-            f"**Decision** (declared: keyed draws become the default where the pooled ratio's upper 95 % bound is "
-            f"below 1): {keyed_draws_decided(pooled[2])}."
+            "**Decision** (declared: keyed draws become the default where the pooled ratio's exact permutation test, "
+            f"seeds' labels swapped, gives a one-sided p of at most {DECISION_LEVEL}): {keyed_draws_decided(p_value)}."
         ),
         header=[
             "pair",

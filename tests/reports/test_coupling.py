@@ -10,12 +10,14 @@ import yaml
 from algos.config.presets import ConfigError
 from reports.analysis.runs import load_run
 from reports.coupling import (
+    DECISION_LEVEL,
     Pair,
     correlation_interval,
     first_differing_step,
     keyed_draws_decided,
     main,
     parse_pair,
+    pooled_ratio_p_value,
     pooled_sd_ratio_interval,
     sd_interval,
     sd_ratio_interval,
@@ -57,10 +59,28 @@ def test_the_pooled_ratio_is_the_root_of_the_geometric_mean_of_the_pairs_varianc
     assert low <= ratio <= high and low < high
 
 
-def test_keyed_draws_become_the_default_only_where_the_pooled_ratios_upper_bound_is_below_one():
-    assert "the default for campaigns started from now" in keyed_draws_decided(0.97)
-    assert "stream draws stay the default" in keyed_draws_decided(1.0)
-    assert "stream draws stay the default" in keyed_draws_decided(1.4)
+def test_the_permutation_test_ranks_the_observed_labelling_among_every_relabelling_of_the_seeds():
+    # Two seeds: Var of (x, y) is (x - y)^2 / 2. Observed (1, -1) and (0.5, -0.5): ratio 1/4; swapping one seed
+    # gives (0.5, -1) and (1, -0.5), ratio 1; swapping both, 4. One relabelling of the 4 is at most 1/4: p = 1/4.
+    stream = np.array([[1.0, -1.0]])
+    assert pooled_ratio_p_value(stream, stream / 2) == pytest.approx(1 / 4)
+    assert pooled_ratio_p_value(stream, stream * 2) == pytest.approx(1.0)
+    # A seed whose value sits near the mean can lower the ratio when swapped: (1, -2, 0.5, 3) halved is 2nd of 16.
+    assert pooled_ratio_p_value(np.array([[1.0, -2.0, 0.5, 3.0]]), np.array([[0.5, -1.0, 0.25, 1.5]])) == 2 / 16
+
+
+def test_the_permutation_test_keeps_its_level_where_the_draws_change_nothing():
+    rng = np.random.default_rng(3)
+    p_values = [pooled_ratio_p_value(*rng.gamma(1.0, size=(2, 3, 8))) for _ in range(1500)]  # skewed, 8 seeds
+    # Exact: the observed labelling's rank among 256 is uniform, so P(p <= 0.025) = 6/256 = 0.0234.
+    assert np.mean(np.array(p_values) <= DECISION_LEVEL) < 6 / 256 + 3 * (0.0234 * 0.9766 / 1500) ** 0.5
+
+
+def test_keyed_draws_become_the_default_only_at_a_one_sided_p_of_at_most_0_025():
+    assert DECISION_LEVEL == 0.025
+    assert "the default for campaigns started from now" in keyed_draws_decided(0.025)
+    assert "stream draws stay the default" in keyed_draws_decided(0.026)
+    assert "stream draws stay the default" in keyed_draws_decided(0.6)
 
 
 def _history(lengths, rewards):
@@ -158,8 +178,13 @@ def test_the_page_shows_each_kind_of_draws_and_the_ratio_of_their_spreads(tmp_pa
     assert f"{sd:.3g} [" in stream_line
     keyed_line = next(line for line in page.splitlines() if "| keyed | 0.05 |" in line)
     assert "| 0.25 [0.25, 0.25] |" in keyed_line  # keyed's spread is a quarter of stream's in every resample
-    assert "| all pairs, pooled | each table's metric (last step) | keyed |  |  |  | 0.25 [0.25, 0.25] |" in page
-    assert "keyed draws shrink the row differences' spread" in page
+    # 5 seeds, keyed differences a quarter of the stream ones: of 32 relabellings only the swap of the seed whose
+    # differences are both 0 ties the observed ratio, p = 2/32.
+    assert (
+        "| all pairs, pooled | each table's metric (last step) | keyed |  |  |  | 0.25 [0.25, 0.25], p = 0.0625 |"
+        in page
+    )
+    assert "not shown to shrink the row differences' spread" in page  # 0.0625 > 0.025
     assert "| keyed | never within 3 steps | 0.750 (range 0.750–0.750) | 1.000" in page
     assert "| stream | never within 3 steps | 0.250 (range 0.250–0.250) | 1.000" in page
     assert (tmp_path / "reports" / "coupling.html").is_file()
