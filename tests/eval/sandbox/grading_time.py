@@ -3,9 +3,9 @@
 For each tier, in blocks of ``--block`` gradings that alternate between the tiers (so that a drift of the
 machine's speed falls on both alike): the whole grading's wall time and the CPU time of its processes, and the
 grading's three phases (the sandbox started and the program loaded, the tests' calls answered, the sandbox torn
-down); then ``--gradings`` gradings ``--workers`` at a time (:func:`eval.benchmarks.humaneval.run_many`), as an
-evaluation grades; and under gVisor, ``runsc`` running only an empty interpreter (what no grading can avoid).
-Medians, in milliseconds. Time it on an idle machine: the numbers are the machine's as much as the sandbox's.
+down); and under gVisor, ``runsc`` running only an empty interpreter (what no grading can avoid): medians, in
+milliseconds. Then, once a tier after the other, ``--gradings`` gradings ``--workers`` at a time
+(:func:`eval.benchmarks.humaneval.run_many`), as an evaluation grades: the batch's mean a completion. Time it on an idle machine: the numbers are the machine's as much as the sandbox's.
 
 Command line: ``python -m tests.eval.sandbox.grading_time [--gradings 30] [--block 5] [--workers 2]``.
 """
@@ -55,12 +55,12 @@ def timed(action: Callable[[], object]) -> tuple[float, float]:
 def phases(problem, isolation: Isolation) -> dict[str, float]:
     """One grading's phases, in milliseconds: HumanEval/0's function called with its first test's arguments as many
     times as :func:`eval.sandbox.host.judge` makes each call."""
+    call = Call.of(problem.metadata["entry_point"], ([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3), {})
     started = time.perf_counter()
-    sandbox = Sandbox(problem.prompt + problem.solution, SandboxLimits(), isolation)
-    loaded = time.perf_counter()
-    sandbox.call_all([Call.of(problem.metadata["entry_point"], ([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3), {})], CALL_COPIES)
-    answered = time.perf_counter()
-    sandbox.close()
+    with Sandbox(problem.prompt + problem.solution, SandboxLimits(), isolation) as sandbox:
+        loaded = time.perf_counter()
+        sandbox.call_all([call], CALL_COPIES)
+        answered = time.perf_counter()
     closed = time.perf_counter()
     return {
         "started and loaded": 1e3 * (loaded - started),
@@ -71,10 +71,13 @@ def phases(problem, isolation: Isolation) -> dict[str, float]:
 
 def empty_interpreter_under_runsc() -> float:
     """Milliseconds for ``runsc`` to run the sandbox's interpreter on an empty program, bundle made beforehand."""
+    parent = memory_folder(0)
+    if parent is None:
+        raise SystemExit("no in-memory folder (/dev/shm or $XDG_RUNTIME_DIR) for the bundle")
     view = interpreter_view()
     files = [(str(WORKER_DIR / name), f"/sandbox/{name}") for name in WORKER_FILES]
     arguments = [view.interpreter, "-S", "-E", "-s", "-B", "-c", "pass"]
-    bundle = gvisor.make_bundle(memory_folder(0), view, files, arguments, None)
+    bundle = gvisor.make_bundle(parent, view, files, arguments, None)
     try:
         started = time.perf_counter()
         subprocess.run(bundle.command(shutil.which("runsc") or "runsc"), check=True, capture_output=True)
@@ -112,8 +115,7 @@ def measure(gradings: int, block: int, workers: int) -> dict[str, dict]:
         add(kind, f"a completion, {workers} at a time", wall / gradings)
         add(kind, f"CPU a completion, {workers} at a time", cpu / gradings)
     return {
-        kind: {name: round(statistics.median(values), 1) for name, values in by_name.items()}
-        for kind, by_name in samples.items()
+        kind: {name: statistics.median(values) for name, values in by_name.items()} for kind, by_name in samples.items()
     }
 
 
@@ -127,12 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.gradings < 1 or args.block < 1 or args.gradings % args.block:
         parser.error("--gradings must be a positive multiple of --block")
-    report = measure(args.gradings, args.block, args.workers)
-    if {"gvisor", "bubblewrap"} <= report.keys():
+    medians = measure(args.gradings, args.block, args.workers)
+    report = {kind: {name: round(value, 1) for name, value in by_name.items()} for kind, by_name in medians.items()}
+    if {"gvisor", "bubblewrap"} <= medians.keys():
+        gvisor_ms, bubblewrap_ms = medians["gvisor"], medians["bubblewrap"]
         report["gvisor / bubblewrap"] = {
-            name: round(report["gvisor"][name] / report["bubblewrap"][name], 2)
-            for name in report["bubblewrap"]
-            if report["bubblewrap"][name] > 0
+            name: round(gvisor_ms[name] / bubblewrap_ms[name], 2) for name in bubblewrap_ms if bubblewrap_ms[name] > 0
         }
     print(json.dumps(report, indent=1))
     return 0
