@@ -111,15 +111,8 @@ def sd_ratio_interval(
     stream: np.ndarray, keyed: np.ndarray, confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> tuple[float, float, float]:
     """SD(keyed) / SD(stream) of two (n,) difference series of the same seeds, with a percentile bootstrap
-    interval that resamples seeds jointly (a seed's two series share its prompts)."""
-    ratio = float(np.std(keyed, ddof=1) / np.std(stream, ddof=1))
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    picks = rng.integers(0, len(stream), size=(resamples, len(stream)))  # (resamples, n)
-    stream_sd, keyed_sd = np.std(stream[picks], axis=1, ddof=1), np.std(keyed[picks], axis=1, ddof=1)
-    valid = stream_sd > 0
-    ratios = keyed_sd[valid] / stream_sd[valid]
-    tail = (1 - confidence) / 2 * 100
-    return ratio, float(np.percentile(ratios, tail)), float(np.percentile(ratios, 100 - tail))
+    interval that resamples seeds jointly (a seed's two series share its prompts): the pooled ratio of one pair."""
+    return pooled_sd_ratio_interval(stream[None], keyed[None], confidence, resamples)
 
 
 def pooled_sd_ratio_interval(
@@ -131,14 +124,15 @@ def pooled_sd_ratio_interval(
     draws (a seed's runs share its prompts, and two pairs may share a reference row)."""
 
     def pooled(stream_var: np.ndarray, keyed_var: np.ndarray) -> np.ndarray:
-        return np.exp(np.mean(np.log(keyed_var / stream_var), axis=-1) / 2)
+        with np.errstate(divide="ignore"):  # a keyed series without spread: a ratio of 0
+            return np.exp(np.mean(np.log(keyed_var / stream_var), axis=-1) / 2)
 
     ratio = float(pooled(np.var(stream, axis=1, ddof=1), np.var(keyed, axis=1, ddof=1)))
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     picks = rng.integers(0, stream.shape[1], size=(resamples, stream.shape[1]))  # (resamples, n)
     stream_var = np.var(stream[:, picks], axis=2, ddof=1).T  # (resamples, pairs)
     keyed_var = np.var(keyed[:, picks], axis=2, ddof=1).T
-    valid = np.all(stream_var > 0, axis=1) & np.all(keyed_var > 0, axis=1)
+    valid = np.all(stream_var > 0, axis=1)
     ratios = pooled(stream_var[valid], keyed_var[valid])
     tail = (1 - confidence) / 2 * 100
     return ratio, float(np.percentile(ratios, tail)), float(np.percentile(ratios, 100 - tail))
