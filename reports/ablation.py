@@ -152,11 +152,18 @@ def sequential_summary(plan: dict, state: SequentialState) -> str:
     for s in stopped:
         counts[str(s.result.verdict)] = counts.get(str(s.result.verdict), 0) + 1
     words = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) or "none yet"
+    if plan.get("maxima") == "variance":
+        maxima = (
+            f"the level spent over every look to the cap of {state.looks[-1]}, each primary's maximum re-sized at every "
+            "look from the spread of its seeds"
+        )
+    else:
+        maxima = "each primary's looks up to the most its basis spread asks"
     return (
         f"A group-sequential design ({plan['spending'].replace('_', '-')} spending of α/{len(state.comparisons)} "
-        f"= {plan['level']:.3g} per primary, looks at {', '.join(map(str, state.looks))} seeds, each primary's looks up "
-        f"to the most its basis spread asks; seeds numbered from {state.first_seed}): each primary stopped at the "
-        f"first look that decided it. {len(stopped)} of {len(state.comparisons)} primaries stopped: {words}."
+        f"= {plan['level']:.3g} per primary, looks at {', '.join(map(str, state.looks))} seeds, {maxima}; seeds "
+        f"numbered from {state.first_seed}): each primary stopped at the first look that decided it, or undecided at "
+        f"its maximum. {len(stopped)} of {len(state.comparisons)} primaries stopped: {words}."
     )
 
 

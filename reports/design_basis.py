@@ -9,7 +9,8 @@ runs' commit, environment fingerprint and directories go in its provenance. The 
 must not reuse the basis' seeds, which the basis names.
 
 Command line: ``python -m reports.design_basis --spec dapo_table1 --runs results/runs --seeds 0 1 2 --costs
-costs.json --campaign "snakemake ablations at <commit>" --out experiments/ablations/design_basis/dapo_table1.json``.
+costs.json --campaign "snakemake ablations at <commit>" --out experiments/ablations/design_basis/dapo_table1.json``
+(``--runs-of dapo_table1`` reads that spec's runs for a variant of it).
 """
 
 from __future__ import annotations
@@ -27,11 +28,21 @@ from reports.analysis.runs import load_run
 from reports.planning.fixed_design import Basis, check_basis, write_basis
 
 
-def build_basis(spec_name: str, runs_dir: Path, seeds: Sequence[int], costs: Path, campaign: str) -> Basis:
-    """The basis of ``spec_name`` from the finished runs ``runs_dir/<spec>/<row>/seed<n>`` and the costs file;
-    ``campaign`` says in words which campaign the runs are (command, commit, machine)."""
+def build_basis(
+    spec_name: str, runs_dir: Path, seeds: Sequence[int], costs: Path, campaign: str, runs_of: str | None = None
+) -> Basis:
+    """The basis of ``spec_name`` from the finished runs ``runs_dir/<runs_of>/<row>/seed<n>`` (``runs_of``: the spec
+    whose campaign trained them, by default ``spec_name``; a variant's basis may come from its base spec's runs, whose
+    rows are its own) and the costs file; ``campaign`` says in words which campaign the runs are (command, commit,
+    machine)."""
     spec = read_spec(spec_name)
-    runs = {row.id: [load_run(runs_dir / spec.name / row.id / f"seed{seed}") for seed in seeds] for row in spec.rows}
+    trained = runs_dir / (runs_of or spec.name)
+    runs = {row.id: [load_run(trained / row.id / f"seed{seed}") for seed in seeds] for row in spec.rows}
+    if runs_of is not None:
+        for row in spec.rows:
+            read = read_spec(runs_of).config(row.id)
+            if read != spec.config(row.id):
+                raise ValueError(f"row '{row.id}' of spec '{runs_of}' is not the same row in '{spec.name}'")
     problems = {
         run.config["run"].get("final_eval_problems") or run.config["run"]["eval_problems"]
         for rs in runs.values()
@@ -71,12 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", required=True, help="ablation spec")
     parser.add_argument("--runs", type=Path, required=True, help="the design campaign's <spec>/<row>/seed<n>/")
     parser.add_argument("--seeds", type=int, nargs="+", required=True, help="the design campaign's seeds")
+    parser.add_argument("--runs-of", help="the spec whose runs they are, where not --spec (a variant's base spec)")
     parser.add_argument("--costs", type=Path, required=True, help="JSON: source, eval_seconds_per_problem, run_seconds")
     parser.add_argument("--campaign", required=True, help="which campaign the runs are, in words (command, commit)")
     parser.add_argument("--out", type=Path, required=True, help="the basis file to write")
     args = parser.parse_args(argv)
     try:
-        print(write_basis(build_basis(args.spec, args.runs, args.seeds, args.costs, args.campaign), args.out))
+        basis = build_basis(args.spec, args.runs, args.seeds, args.costs, args.campaign, args.runs_of)
+        print(write_basis(basis, args.out))
     except (ConfigError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

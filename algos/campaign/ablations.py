@@ -39,6 +39,13 @@ smallest effect of interest on the table's metric; every compared endpoint then 
 ``smallest_effect``, a positive number in its metric's units or with a unit the metric allows
 (``"2 points"`` of a share, ``"2 tokens"`` of a length).
 
+A spec may be a declared variant of another: the same table under a study design of its own, its runs, plans and
+MLflow experiment under its own name, so the other spec's campaign and archive stay as they are::
+
+    variant_of: dapo_table1
+    title: "DAPO Table 1 within ±2.5 points"
+    design: {smallest_effect: "2.5 points", secondary: separate, ...}
+
 The kind says how rows are built and compared. ``cumulative``:
 row k is the preset, the settings and the changes of rows 1..k, and is compared with row k - 1.
 ``leave_one_out``: each row is the spec's preset with the settings and its own changes, or another
@@ -85,6 +92,7 @@ from algos.config.presets import (
     config_to_dict,
     flatten,
     load_config,
+    named_yaml,
     parse_override,
     read_spec_file,
     read_yaml,
@@ -100,6 +108,8 @@ KINDS = ("cumulative", "leave_one_out")
 ROW_ID = re.compile(r"^[a-z0-9_]+$")
 REQUIRED = ("title", "paper", "paper_metric", "kind", "preset", "rows")
 TOP_LEVEL_FIELDS = (*REQUIRED, "design", "metric", "reference", "settings", "endpoints", "plan")
+VARIANT_FIELDS = ("variant_of", "title", "design")
+"""A variant of a spec: the same rows, presets, settings and endpoints, under a study design (and title) of its own."""
 ROW_FIELDS = ("id", "label", "paper", "preset", "changes", "compare_to", "endpoints", "claim")
 DEFAULT_METRIC = "eval/test/accuracy_t1"
 DIRECTIONS = ("up", "down")
@@ -318,7 +328,7 @@ def available_specs(ablations_dir: Path = ABLATIONS_DIR) -> list[str]:
 
 def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
     """Parse, check and resolve one spec; every row's config is built once to prove it valid."""
-    path, body = read_spec_file(ablations_dir, name, "spec", REQUIRED, TOP_LEVEL_FIELDS)
+    path, body = _spec_body(ablations_dir, name)
     if body["kind"] not in KINDS:
         raise ConfigError(f"{path}: kind '{body['kind']}' is not one of: {', '.join(KINDS)}")
     if not isinstance(body["rows"], list) or not body["rows"]:
@@ -363,6 +373,23 @@ def read_spec(name: str, ablations_dir: Path = ABLATIONS_DIR) -> AblationSpec:
                     f"row's last step {steps} (run.steps)"
                 )
     return spec
+
+
+def _spec_body(ablations_dir: Path, name: str) -> tuple[Path, dict[str, Any]]:
+    """The spec file's path and fields; a variant's are its base spec's fields with the variant's own in their place."""
+    path = named_yaml(ablations_dir, name, "spec")
+    body = read_yaml(path)
+    if not isinstance(body, dict) or "variant_of" not in body:  # a misspelt variant_of is named as one
+        return read_spec_file(ablations_dir, name, "spec", REQUIRED, (*TOP_LEVEL_FIELDS, VARIANT_FIELDS[0]))
+    _, body = read_spec_file(ablations_dir, name, "spec variant", VARIANT_FIELDS, VARIANT_FIELDS)
+    base = body["variant_of"]
+    if base not in available_specs(ablations_dir) or base == name:
+        others = [spec for spec in available_specs(ablations_dir) if spec != name]
+        raise ConfigError(f"{path}: variant_of '{base}' is not another spec; specs: {', '.join(others)}")
+    if "variant_of" in (read_yaml(named_yaml(ablations_dir, base, "spec")) or {}):
+        raise ConfigError(f"{path}: variant_of '{base}' is itself a variant; name the spec it varies")
+    _, base_body = read_spec_file(ablations_dir, base, "spec", REQUIRED, TOP_LEVEL_FIELDS)
+    return path, {**base_body, **{key: value for key, value in body.items() if key != "variant_of"}}
 
 
 def _resolve_rows(path: Path, body: dict[str, Any], common: dict[str, Any]) -> list[Row]:

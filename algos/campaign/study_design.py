@@ -15,6 +15,8 @@ A spec's ``design`` reads::
         max_seeds: 32               # optional: the most seeds a row runs (default: the last look)
         spending: obrien_fleming    # optional: how the level is spent over the looks, obrien_fleming (default) or pocock
         first_seed: 15              # the first tested seed, after every seed an earlier campaign reported
+        maxima: variance            # optional: basis (default): each primary's maximum fixed from the basis;
+                                    #   variance: re-sized at every look from its seeds' spread, up to max_seeds
 
 A compared row's primary comparison is, by default, the table's metric at the last step against the row
 it is compared with, in the direction of the paper's numbers. A row may instead flag one of its
@@ -40,8 +42,12 @@ SECONDARY_RULES = ("gated", "separate")
 CLAIMS = ("equivalent", "non_inferior")
 SPENDING_RULES = ("obrien_fleming", "pocock")
 """Lan–DeMets spending functions a sequential design may name (reports.statistics.sequential computes them)."""
+MAXIMA_RULES = ("basis", "variance")
+"""How a sequential design sets each primary's maximum (reports.planning.sequential_plan, reports.planning.resizing):
+``basis`` once, from the design basis, the level spent over the looks up to it; ``variance`` at every look from the
+spread its seeds show, up to the design's cap, the level spent over the looks up to the cap."""
 DESIGN_FIELDS = ("smallest_effect", "secondary", "margin", "basis", "sequential")
-SEQUENTIAL_FIELDS = ("looks", "max_seeds", "spending", "first_seed")
+SEQUENTIAL_FIELDS = ("looks", "max_seeds", "spending", "first_seed", "maxima")
 REQUIRED_SEQUENTIAL_FIELDS = ("looks", "first_seed")
 REQUIRED_DESIGN_FIELDS = ("smallest_effect", "secondary")
 EFFECT_UNITS = {"share": {"points": 0.01, "%": 0.01}, "tokens": {"tokens": 1.0}, "value": {}}
@@ -54,11 +60,13 @@ class Sequential:
     """A group-sequential design: each comparison judged at ``looks`` seeds (increasing, capped at the spec's
     max_seeds, the last the most a row runs), the level spent by ``spending`` (one of :data:`SPENDING_RULES`);
     tested seeds are numbered from ``first_seed``. Each primary is decided as agrees, disagrees or equivalent
-    within ±margin (the design's margin, else the primary's smallest effect), or undecided after its last look."""
+    within ±margin (the design's margin, else the primary's smallest effect), or undecided after its last look.
+    ``maxima``: one of :data:`MAXIMA_RULES`, how each primary's last look is chosen."""
 
     looks: tuple[int, ...]
     spending: str
     first_seed: int
+    maxima: str = MAXIMA_RULES[0]
 
 
 @dataclass(frozen=True)
@@ -186,7 +194,10 @@ def parse_sequential(entry: Any, where: str) -> Sequential:
     first = entry["first_seed"]
     if not isinstance(first, int) or isinstance(first, bool) or first < 0:
         raise ConfigError(f"{where}: first_seed must be a seed number (an integer >= 0); got {first!r}")
-    return Sequential(looks=capped_looks(looks, most), spending=spending, first_seed=first)
+    maxima = entry.get("maxima", MAXIMA_RULES[0])
+    if maxima not in MAXIMA_RULES:
+        raise ConfigError(f"{where}: maxima '{maxima}' is not one of: {', '.join(MAXIMA_RULES)}")
+    return Sequential(looks=capped_looks(looks, most), spending=spending, first_seed=first, maxima=maxima)
 
 
 def capped_looks(looks: Sequence[int], cap: int | None) -> tuple[int, ...]:

@@ -129,7 +129,8 @@ def with_sequential_primaries(
     def judgement(comparison_state):
         result = comparison_state.result
         design = comparison_state.design
-        stop = None if result is None else Stop(result.look + 1, len(design.looks), result.seeds, design.margin)
+        looks = sum(seeds <= comparison_state.maximum for seeds in design.looks)  # as far as its maximum, re-sized or not
+        stop = None if result is None else Stop(result.look + 1, looks, result.seeds, design.margin)
         return Judgement(
             adjusted_p=None,
             detectable=None,

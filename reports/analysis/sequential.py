@@ -4,9 +4,12 @@ leaves it undecided; and the seeds each row needs for the next look.
 
 The plan (:func:`reports.planning.sequential_plan.sequential_plan`) gives every primary its looks, margin and
 direction. The campaign's looks are the declared seed counts; at look k every primary still open whose looks reach
-that count is judged on the first n_k seeds (:func:`reports.statistics.sequential.judge_look`). A row runs the next
-look's seeds while any comparison it takes part in is open, so a cumulative table's row keeps training for the row
-after it. The same runs always give the same decisions: a killed campaign resumes at the look it reached.
+that count is judged on the first n_k seeds (:func:`reports.statistics.sequential.judge_look`). Under a plan's
+``maxima: variance`` a look that leaves a primary open re-sizes its maximum from the spread of those seeds
+(:func:`reports.planning.resizing.resized_maximum`), and a primary whose maximum comes to its seeds or below stops
+undecided; each re-sizing is kept, with its reason, in the look's file. A row runs the next look's seeds while any
+comparison it takes part in is open, so a cumulative table's row keeps training for the row after it. The same runs
+always give the same decisions: a killed campaign resumes at the look it reached.
 """
 
 from __future__ import annotations
@@ -18,19 +21,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from algos.campaign.ablations import AblationSpec
 from algos.trainer.run_files import FINAL_FILE
 from reports.analysis.primaries import primary_values
 from reports.analysis.runs import FinishedRun, load_run
 from reports.planning.fixed_design import quantity_name
-from reports.statistics.comparisons import LEVEL
+from reports.planning.resizing import resized_maximum, sd_bound
+from reports.statistics.comparisons import LEVEL, Direction
 from reports.statistics.sequential import LookResult, SequentialDesign, judge_look, sequential_design
 
 
 @dataclass(frozen=True)
 class ComparisonState:
     """One primary's state. result: the deciding look's (or the undecided last look's), None while open.
-    judged: the looks judged so far."""
+    judged: the looks judged so far. maximum: the most seeds it may be judged on (the last of its design's looks,
+    unless re-sized). resizings: each re-sizing of its maximum so far, with its reason (:func:`resizing_record`)."""
 
     row: str
     compared_with: str
@@ -38,6 +45,8 @@ class ComparisonState:
     expected: float
     result: LookResult | None
     judged: int
+    maximum: int
+    resizings: tuple[dict[str, Any], ...] = ()
 
     @property
     def decided(self) -> bool:
@@ -92,9 +101,11 @@ def sequential_state(
             expected=c["expected"],
             result=None,
             judged=0,
+            maximum=c.get("maximum", c["looks"][-1]),
         )
         for c in plan["comparisons"]
     ]
+    resized = plan.get("maxima") == "variance"
     rows = {row.id: row for row in spec.rows}
     loaded: dict[tuple[str, int], FinishedRun] = {}  # a later look reads the earlier looks' runs again
     last = len(looks) - 1 if through_look is None else min(through_look, len(looks) - 1)
@@ -102,7 +113,7 @@ def sequential_state(
     for k, seeds in enumerate(looks):
         if all(state.decided for state in states):
             break
-        due = [i for i, s in enumerate(states) if not s.decided and seeds in s.design.looks]
+        due = [i for i, s in enumerate(states) if not s.decided and seeds in s.design.looks and seeds <= s.maximum]
         needed = _needed(states, due, seeds)
         if k > last or not _finished(runs_dir, spec.name, needed, first):
             return SequentialState(spec.name, first, looks, done, tuple(states), needed)
@@ -119,9 +130,51 @@ def sequential_state(
                 )
             differences = [mine[first + j] - theirs[first + j] for j in range(seeds)]
             result = judge_look(differences, state.design, state.expected)
-            states[i] = dataclasses.replace(state, result=result if result.stopped else None, judged=state.judged + 1)
+            state = dataclasses.replace(state, judged=state.judged + 1)
+            if resized and not result.stopped:
+                state, result = _resized(state, result, differences, plan, k + 1)
+            states[i] = dataclasses.replace(state, result=result if result.stopped else None)
         done = k + 1
     return SequentialState(spec.name, first, looks, done, tuple(states), {})
+
+
+def _resized(
+    state: ComparisonState, result: LookResult, differences: list[float], plan: Mapping[str, Any], look: int
+) -> tuple[ComparisonState, LookResult]:
+    """The state after a look that left it open re-sizes its maximum; the result undecided where the maximum comes
+    to the look's seeds or below. A look without spread leaves the maximum as it was."""
+    sd = float(np.std(differences, ddof=1))
+    if not sd > 0:
+        return state, result
+    design, seeds = state.design, len(differences)
+    maximum = resized_maximum(
+        sd, seeds, design.looks, design.margin, design.level, design.spending, plan["assurance"], plan["power"]
+    )
+    record = resizing_record(look, seeds, sd, sd_bound(sd, seeds, plan["assurance"]), state.maximum, maximum)
+    state = dataclasses.replace(state, maximum=maximum, resizings=(*state.resizings, record))
+    if maximum <= seeds:
+        result = dataclasses.replace(result, verdict=Direction.INCONCLUSIVE)
+    return state, result
+
+
+def resizing_record(look: int, seeds: int, sd: float, bound: float, before: int, after: int) -> dict[str, Any]:
+    """One re-sizing as a look file keeps it: the look (1-based) and its seeds, the differences' sd and its upper
+    bound, the maximum before and after, and why in words."""
+    if after <= seeds:
+        why = f"the spread asks for at most {after} seeds and {seeds} are in: stops undecided"
+    elif after == before:
+        why = "the spread asks for the same maximum"
+    else:
+        why = f"the spread asks for {after} seeds ({'more' if after > before else 'fewer'} than {before})"
+    return {
+        "look": look,
+        "seeds": seeds,
+        "sd": sd,
+        "sd_bound": bound,
+        "maximum_before": before,
+        "maximum_after": after,
+        "why": why,
+    }
 
 
 def _needed(states: list[ComparisonState], due: list[int], seeds: int) -> dict[str, int]:
@@ -172,6 +225,7 @@ def state_record(state: SequentialState) -> dict[str, Any]:
                 "delta": None if s.result is None else s.result.comparison.delta.mean,
                 "direction_p": None if s.result is None else s.result.direction_p,
                 "equivalence_p": None if s.result is None else s.result.equivalence_p,
+                **({"maximum": s.maximum, "resizings": list(s.resizings)} if s.resizings else {}),
             }
             for s in state.comparisons
         ],

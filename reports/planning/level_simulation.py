@@ -19,9 +19,12 @@ against it (equivalence, or the paper's direction). Shapes of the per-seed noise
   (:mod:`reports.statistics.envelope`): what the level comes to there.
 
 ``--boundaries z_matched`` judges with the boundaries the design used before the envelope (the z statistics' own,
-compared with the t-test's p-value) on the same draws.
+compared with the t-test's p-value) on the same draws. ``--maxima`` judges the spec under another rule for its
+maxima than it declares (``basis``: each primary's last look fixed from the basis; ``variance``: boundaries spent to
+the cap and the maximum re-sized at every look from the simulated seeds' spread, :mod:`reports.planning.resizing`).
 
-Command line: ``python -m reports.planning.level_simulation --spec dapo_table1 vapo_table1 [--simulations 20000]``.
+Command line: ``python -m reports.planning.level_simulation --spec dapo_table1 vapo_table1 [--simulations 20000]
+[--maxima variance]``.
 """
 
 from __future__ import annotations
@@ -35,8 +38,10 @@ import numpy as np
 from scipy import stats
 
 from algos.campaign.ablations import AblationSpec, read_spec
+from algos.campaign.study_design import MAXIMA_RULES
 from reports.planning.fixed_design import read_basis
-from reports.planning.sequential_plan import sequential_plan
+from reports.planning.resizing import stopping_sds
+from reports.planning.sequential_plan import sequential_plan, with_maxima
 from reports.statistics.envelope import envelope_draws
 from reports.statistics.sequential import (
     AGREE,
@@ -84,9 +89,14 @@ def z_matched_design(looks, level: float, margin: float, spending: str) -> Seque
     )
 
 
-def simulate(spec: AblationSpec, shape: str, scenario: str, simulations: int, seed: int, rule: str) -> LevelRates:
-    """The rates over ``simulations`` tables (see the module's docstring)."""
+def simulate(
+    spec: AblationSpec, shape: str, scenario: str, simulations: int, seed: int, rule: str, maxima: str | None = None
+) -> LevelRates:
+    """The rates over ``simulations`` tables (see the module's docstring); ``maxima``: the rule for the maxima (None:
+    the spec's own)."""
+    spec = spec if maxima is None else with_maxima(spec, maxima)
     plan = sequential_plan(spec, read_basis(spec.design.basis), PROBLEMS)
+    resized = plan["maxima"] == "variance"
     comparisons = plan["comparisons"]
     seeds = max(c["looks"][-1] for c in comparisons)
     rng = np.random.default_rng(seed)
@@ -96,6 +106,11 @@ def simulate(spec: AblationSpec, shape: str, scenario: str, simulations: int, se
     per_comparison, decided = {}, {}
     for index, c in enumerate(comparisons):
         design = make(c["looks"], plan["level"], c["margin"], plan["spending"])
+        stops = (
+            stopping_sds(c["looks"], c["margin"], plan["level"], plan["spending"], plan["assurance"], plan["power"])
+            if resized
+            else None
+        )
         expected = c["expected"]
         shift = {"null": 0.0, "margin": expected * c["margin"], "against": -expected * c["margin"]}[scenario]
         if rows is None:
@@ -103,7 +118,7 @@ def simulate(spec: AblationSpec, shape: str, scenario: str, simulations: int, se
             differences = (noise if index % 2 else -noise) + shift
         else:
             differences = rows[c["row"]] - rows[c["compared_with"]] + shift
-        outcome, _ = decide_paths(differences, design, expected)
+        outcome, _ = decide_paths(differences, design, expected, stops)
         wrong_claims = {"null": (AGREE, DISAGREE), "margin": (EQUIVALENT, DISAGREE), "against": (EQUIVALENT, AGREE)}
         right = {"null": EQUIVALENT, "margin": AGREE, "against": DISAGREE}[scenario]
         bad = np.isin(outcome, wrong_claims[scenario])
@@ -157,11 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--boundaries", choices=("envelope", "z_matched"), default="envelope", help="the rule judged (see above)"
     )
+    parser.add_argument("--maxima", choices=MAXIMA_RULES, help="the rule for the maxima (default: each spec's own)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     for name in args.spec:
         spec = read_spec(name)
-        print(f"## {name}: {args.boundaries} boundaries, {args.simulations} tables a cell")
+        maxima = args.maxima or spec.design.sequential.maxima
+        print(f"## {name}: {args.boundaries} boundaries, maxima from the {maxima}, {args.simulations} tables a cell")
         print(
             "| shape | scenario | wrong claims per table | worst comparison's rate / its level | decided the right "
             "way, mean (least) |"
@@ -169,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|---|")
         for shape in args.shapes:
             for scenario in SCENARIOS:
-                r = simulate(spec, shape, scenario, args.simulations, args.seed, args.boundaries)
+                r = simulate(spec, shape, scenario, args.simulations, args.seed, args.boundaries, maxima)
                 worst = max(r.per_comparison, key=r.per_comparison.get)
                 decided = list(r.decided.values())
                 print(

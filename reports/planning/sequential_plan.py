@@ -8,6 +8,10 @@ a factor R = ((b_K + z_β) / (z + z_β))², b_K the last boundary and z the fixe
 Turnbull 2000, §2.6: the group-sequential design's maximum information over the fixed one's); the maximum is the
 least declared look at or above R times the fixed count (the last declared look where none is), and the looks are
 the declared ones up to it. The level holds whatever the basis says; the basis decides the power and the cost.
+
+Under ``maxima: variance`` (:mod:`reports.planning.resizing`) a comparison's looks are every declared look up to the
+cap, its boundaries spent over all of them, and the basis gives only its starting maximum, which each look re-sizes
+from the spread of the seeds it has.
 """
 
 from __future__ import annotations
@@ -19,28 +23,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
-
 from algos.campaign.ablations import AblationSpec, Row
-from algos.campaign.study_design import capped_looks
+from algos.campaign.study_design import MAXIMA_RULES, capped_looks
 from algos.config.presets import ConfigError
 from reports.planning.fixed_design import Basis, fixed_design, seeds_for
+from reports.planning.resizing import RESIZING_POWER, inflation, maximum_for
 from reports.statistics.comparisons import LEVEL, POWER
-from reports.statistics.sequential import boundaries
 
 ASSURANCE = 0.8
 """The one-sided upper bound of a basis variance that a comparison's maximum is sized for (see the module's docstring)."""
-
-
-def inflation(looks: Sequence[int], level: float, power: float, spending: str) -> float:
-    """R: the seeds a design over ``looks`` needs for ``power``, over a fixed design's (the larger of the direction's
-    and the equivalence's factor)."""
-    fractions = tuple(n / looks[-1] for n in looks)
-    two, one = boundaries(fractions, level, spending, True)[-1], boundaries(fractions, level, spending, False)[-1]
-    beta, half_beta = stats.norm.ppf(power), stats.norm.ppf(1 - (1 - power) / 2)
-    direction = ((two + beta) / (stats.norm.isf(level / 2) + beta)) ** 2
-    equivalence = ((one + half_beta) / (stats.norm.isf(level) + half_beta)) ** 2
-    return float(max(direction, equivalence))
 
 
 def comparison_looks(
@@ -59,6 +50,15 @@ def comparison_looks(
             break
         maximum = wanted
     return tuple(n for n in declared if n <= maximum)
+
+
+def with_maxima(spec: AblationSpec, maxima: str) -> AblationSpec:
+    """The spec with its sequential design's maxima set by the rule ``maxima`` (one of
+    :data:`algos.campaign.study_design.MAXIMA_RULES`): the simulations' way to set two rules side by side."""
+    if maxima not in MAXIMA_RULES:
+        raise ValueError(f"maxima '{maxima}' is not one of: {', '.join(MAXIMA_RULES)}")
+    sequential = dataclasses.replace(spec.design.sequential, maxima=maxima)
+    return dataclasses.replace(spec, design=dataclasses.replace(spec.design, sequential=sequential))
 
 
 def comparison_margin(spec: AblationSpec, row: Row) -> float:
@@ -87,11 +87,18 @@ def sequential_plan(
     designs = fixed_design(spec, basis, problems, assurance=assurance)
     level = designs[0].test_level if designs else LEVEL
     rows = {row.id: row for row in spec.rows}
+    resized = sequential.maxima == "variance"
+    power = RESIZING_POWER if resized else POWER
     comparisons = []
     for design in designs:
         row = rows[design.row]
         margin = comparison_margin(spec, row)
-        looks = comparison_looks(design.design_sd, margin, level, sequential.looks, sequential.spending)
+        if resized:  # boundaries over every look to the cap; the maximum, re-sized at each look, starts from the basis
+            looks = sequential.looks
+            maximum = maximum_for(design.design_sd, looks, margin, level, sequential.spending, power)
+        else:
+            looks = comparison_looks(design.design_sd, margin, level, sequential.looks, sequential.spending)
+            maximum = looks[-1]
         comparisons.append(
             {
                 "row": design.row,
@@ -101,12 +108,13 @@ def sequential_plan(
                 "margin": margin,
                 "design_sd": design.design_sd,
                 "looks": list(looks),
+                **({"maximum": maximum} if resized else {}),
             }
         )
     most = {row.id: 0 for row in spec.rows}
     for comparison in comparisons:
         for row_id in (comparison["row"], comparison["compared_with"]):
-            most[row_id] = max(most[row_id], comparison["looks"][-1])
+            most[row_id] = max(most[row_id], comparison.get("maximum", comparison["looks"][-1]))
     first = sequential.first_seed
     return {
         "spec": spec.name,
@@ -114,6 +122,8 @@ def sequential_plan(
         "spending": sequential.spending,
         "looks": list(sequential.looks),
         "cap": cap,
+        "maxima": sequential.maxima,
+        "power": power,
         "level": level,
         "assurance": assurance,
         "problems": problems,
@@ -124,8 +134,11 @@ def sequential_plan(
     }
 
 
-DECLARED_FIELDS = ("looks", "cap", "spending", "level", "first_seed", "problems")
-"""What a campaign's plan takes from its spec and workflow settings; changing any of them changes every boundary."""
+DECLARED_FIELDS = ("looks", "cap", "maxima", "power", "spending", "level", "first_seed", "problems")
+"""What a campaign's plan takes from its spec and workflow settings; changing any of them changes every boundary or
+maximum."""
+PLANNED_BEFORE = {"maxima": MAXIMA_RULES[0], "power": POWER}
+"""What a plan written before a declared field existed meant by its absence."""
 
 
 def plan_change(path: Path, record: Mapping[str, Any]) -> str | None:
@@ -136,7 +149,9 @@ def plan_change(path: Path, record: Mapping[str, Any]) -> str | None:
         return None
     written = json.loads(path.read_text())
     changed = [
-        f"{key} {written.get(key)!r} -> {record[key]!r}" for key in DECLARED_FIELDS if written.get(key) != record[key]
+        f"{key} {written.get(key, PLANNED_BEFORE.get(key))!r} -> {record[key]!r}"
+        for key in DECLARED_FIELDS
+        if written.get(key, PLANNED_BEFORE.get(key)) != record[key]
     ]
     if not changed:
         return None

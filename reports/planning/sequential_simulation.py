@@ -10,9 +10,13 @@ sizes every primary's looks from it (:func:`reports.planning.sequential_plan.com
 design's design sd), then draws the tested seeds afresh and judges each primary look by look
 (:func:`reports.statistics.sequential.decide_paths`) at its share α/m of the level. A row runs until every
 comparison it takes part in has stopped (a cumulative table's row is compared with the rows before and after it).
+The looks are the spec's declared ones (:data:`LOOKS` for a spec without a sequential design). Under ``--maxima
+variance`` every primary's boundaries are spent over the looks to the last (the cap) and its maximum is re-sized at
+each look from the spread of its seeds (:mod:`reports.planning.resizing`); the basis then gives only where it
+starts. ``--sd-range`` sets the rows' per-seed sds (in points; default 0.3 to 9).
 
 Command line: ``python -m reports.planning.sequential_simulation --spec dapo_table1 vapo_table1 [--simulations 1000]
-[--spending obrien_fleming]``.
+[--spending obrien_fleming] [--maxima variance] [--sd-range 1.8 3.1]``.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from algos.campaign.ablations import AblationSpec, read_spec
-from algos.campaign.study_design import SPENDING_RULES
+from algos.campaign.study_design import MAXIMA_RULES, SPENDING_RULES
 from reports.planning.design_simulation import draw_table, shifts_for, simulated_basis
 from reports.planning.fixed_design import fixed_design, seeds_per_row
+from reports.planning.resizing import RESIZING_POWER, stopping_sds
 from reports.planning.sequential_plan import ASSURANCE, comparison_looks
 from reports.statistics.comparisons import LEVEL
 from reports.statistics.sequential import AGREE, DISAGREE, EQUIVALENT, decide_paths, sequential_design
@@ -56,13 +61,31 @@ class SequentialRates:
 
 
 def simulate(
-    spec: AblationSpec, scenario: str, simulations: int, seed: int, spending: str, assurance: float = ASSURANCE
+    spec: AblationSpec,
+    scenario: str,
+    simulations: int,
+    seed: int,
+    spending: str,
+    assurance: float = ASSURANCE,
+    maxima: str = MAXIMA_RULES[0],
+    sd_range: tuple[float, float] = SD_RANGE,
 ) -> SequentialRates:
-    """The sequential design's rates over ``simulations`` tables of one scenario (see the module's docstring)."""
+    """The sequential design's rates over ``simulations`` tables of one scenario (see the module's docstring), the
+    maxima set by the rule ``maxima``, the rows' per-seed sds spread over ``sd_range``."""
     primaries = [row for row in spec.rows if row.primary is not None]
     if any(row.primary.endpoint is not None or row.primary.claim is not None for row in primaries):
         raise ValueError(f"spec '{spec.name}': the simulation covers directional primaries on the table's metric only")
     level = LEVEL / len(primaries)
+    declared = spec.design.sequential.looks if spec.design and spec.design.sequential else LOOKS
+    resized = maxima == "variance"
+    stop_sds = (
+        {  # the re-sizing rule's thresholds depend on the design alone, not on the basis
+            row.id: stopping_sds(declared, row.primary.smallest_effect, level, spending, assurance, RESIZING_POWER)
+            for row in primaries
+        }
+        if resized
+        else {}
+    )
     bimodal = primaries[len(primaries) // 2].id
     shifts = shifts_for(spec, scenario == "margin")
     rng = np.random.default_rng(seed)
@@ -70,14 +93,17 @@ def simulate(
     ran: dict[str, list[int]] = {row.id: [] for row in spec.rows}
     fixed: dict[str, list[int]] = {row.id: [] for row in spec.rows}
     for _ in range(simulations):
-        first = draw_table(spec, {row.id: BASIS_SEEDS for row in spec.rows}, shifts, rng, bimodal, SD_RANGE)
+        first = draw_table(spec, {row.id: BASIS_SEEDS for row in spec.rows}, shifts, rng, bimodal, sd_range)
         basis = simulated_basis(spec, first)
         for row_id, count in seeds_per_row(spec, fixed_design(spec, basis)).items():
             fixed[row_id].append(count)
         designs = fixed_design(spec, basis, assurance=assurance)
-        looks = {d.row: comparison_looks(d.design_sd, d.smallest_effect, level, LOOKS, spending) for d in designs}
+        looks = {
+            d.row: declared if resized else comparison_looks(d.design_sd, d.smallest_effect, level, declared, spending)
+            for d in designs
+        }
         most = max(max(schedule) for schedule in looks.values())
-        drawn = draw_table(spec, {row.id: most for row in spec.rows}, shifts, rng, bimodal, SD_RANGE)
+        drawn = draw_table(spec, {row.id: most for row in spec.rows}, shifts, rng, bimodal, sd_range)
         stops = {row.id: 0 for row in spec.rows}
         any_wrong = False
         for row in primaries:
@@ -85,7 +111,7 @@ def simulate(
             mine, theirs = drawn[row.id], drawn[row.compare_to]
             differences = np.array([[mine[s] - theirs[s] for s in range(most)]])
             expected = 1.0 if row.primary.direction == "up" else -1.0
-            outcome, stopped = decide_paths(differences, design, expected)
+            outcome, stopped = decide_paths(differences, design, expected, stop_sds.get(row.id))
             code, n = int(outcome[0]), int(stopped[0])
             for row_id in (row.id, row.compare_to):
                 stops[row_id] = max(stops[row_id], n)
@@ -120,19 +146,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--simulations", type=int, default=1000, help="tables per scenario")
     parser.add_argument("--spending", choices=SPENDING_RULES, default="obrien_fleming", help="the spending rule")
     parser.add_argument("--assurance", type=float, default=ASSURANCE, help="the basis variance's upper bound sized for")
+    parser.add_argument("--maxima", choices=MAXIMA_RULES, default=MAXIMA_RULES[0], help="the rule for the maxima")
+    parser.add_argument(
+        "--sd-range", type=float, nargs=2, default=[100 * sd for sd in SD_RANGE], help="rows' per-seed sds, in points"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    sd_range = (args.sd_range[0] / 100, args.sd_range[1] / 100)
     for name in args.spec:
         spec = read_spec(name)
         results = {
-            scenario: simulate(spec, scenario, args.simulations, args.seed, args.spending, args.assurance)
+            scenario: simulate(
+                spec, scenario, args.simulations, args.seed, args.spending, args.assurance, args.maxima, sd_range
+            )
             for scenario in ("null", "margin")
         }
         null, margin = results["null"], results["margin"]
-        print(f"## {spec.name}: {args.spending}, {args.simulations} tables a scenario")
+        print(
+            f"## {spec.name}: {args.spending}, maxima from the {args.maxima}, rows' sds {args.sd_range[0]:g}-"
+            f"{args.sd_range[1]:g} points, {args.simulations} tables a scenario"
+        )
         print(
             f"wrong claims per table: {null.wrong:.3f} ± {null.wrong_se:.3f} at Δ = 0 (a direction), "
             f"{margin.wrong:.3f} ± {margin.wrong_se:.3f} at ±margin (equivalence or the wrong direction)"
+        )
+        print(
+            f"runs per table, mean: {sum(null.seeds_mean.values()):.1f} at Δ = 0, {sum(margin.seeds_mean.values()):.1f} "
+            f"at ±margin (the fixed design's: {sum(null.fixed_seeds.values()):.1f})"
         )
         print(
             "| row | decided at Δ = 0 (equivalent) | decided at ±margin (agrees) | seeds at Δ = 0: mean, 95th pct "

@@ -220,9 +220,14 @@ AGREE, DISAGREE, EQUIVALENT, UNDECIDED = 1, -1, 0, 2
 """Outcome codes of :func:`decide_paths` (the verdicts AGREES, DISAGREES, EQUIVALENT, INCONCLUSIVE)."""
 
 
-def decide_paths(differences: np.ndarray, design: SequentialDesign, expected: float) -> tuple[np.ndarray, np.ndarray]:
+def decide_paths(
+    differences: np.ndarray, design: SequentialDesign, expected: float, stopping_sds: Sequence[float] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`first_decision` for many simulated comparisons at once. differences: (S, n_K), each row one comparison's
-    per-seed differences in seed order. Returns the outcome codes (S,) and the seeds each stopped at (S,)."""
+    per-seed differences in seed order. stopping_sds: (K,) or None; at look k a comparison the look leaves open
+    stops undecided where its differences' sd is above 0 and at most stopping_sds[k] (its maximum re-sized from its
+    spread to at most n_k: reports.planning.resizing). Returns the outcome codes (S,) and the seeds each stopped at
+    (S,)."""
     values = np.asarray(differences, dtype=float)
     if values.ndim != 2 or values.shape[1] < design.looks[-1]:
         raise ValueError(f"differences must be (S, n) with n ≥ {design.looks[-1]}, got {values.shape}")
@@ -243,6 +248,10 @@ def decide_paths(differences: np.ndarray, design: SequentialDesign, expected: fl
         within = open_ & ~directed & _rejects(equivalence_p, design.equivalence_levels[look])
         outcome[directed] = np.where(np.sign(mean[directed]) == np.sign(expected), AGREE, DISAGREE)
         outcome[within] = EQUIVALENT
-        stopped_at[directed | within] = n
-        open_ &= ~(directed | within)
+        stopped = directed | within
+        if stopping_sds is not None:  # the rest stay UNDECIDED, at a maximum their spread re-sized to n_k or below
+            spread = se * math.sqrt(n)
+            stopped |= open_ & (spread > 0) & (spread <= stopping_sds[look])
+        stopped_at[stopped] = n
+        open_ &= ~stopped
     return outcome, stopped_at

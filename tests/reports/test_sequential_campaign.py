@@ -3,6 +3,7 @@ report that shows where each primary stopped."""
 
 import json
 
+import numpy as np
 import pytest
 
 from algos.campaign.ablations import read_spec
@@ -97,3 +98,44 @@ def test_the_report_shows_where_each_primary_stopped_and_what_would_decide_the_r
     assert "equivalent within ±5 points (look 1 of 2, n = 4)" in text
     assert "undecided at its last look (look 2 of 2, n = 8)" in text and "seeds per row |" in text
     assert "A group-sequential design (pocock spending" in text and "3 of 3 primaries stopped" in text
+
+
+GREY = [0.025 + 0.02 * (1 if seed % 2 == 0 else -1) for seed in range(12)]
+"""Per-seed differences halfway to the margin at an sd of 0.021: too close to both 0 and ±5 points for any look of a
+design spent to 16 seeds, and at 12 seeds as many as that spread asks for."""
+
+
+def resized_plan():
+    """plan_record's three primaries under maxima re-sized from their spread: looks to a cap of 16, maxima from 8."""
+    record = plan_record()
+    for comparison in record["comparisons"]:
+        comparison.update(looks=[4, 8, 12, 16], maximum=8)
+    return {**record, "looks": [4, 8, 12, 16], "maxima": "variance", "power": 0.95, "assurance": 0.8}
+
+
+def test_a_resized_maximum_stops_a_primary_undecided_once_its_spread_has_its_seeds(tmp_path, capsys):
+    runs, plan = tmp_path / "runs", tmp_path / "plan.json"
+    write_seeds(runs, range(FIRST, FIRST + 12), [CLEAR * 3, LEVEL_OFF * 3, GREY])
+    plan.write_text(json.dumps(resized_plan()))
+    state = sequential_state(read_spec("dapo_table1"), resized_plan(), runs)
+    grey = state.comparisons[2]
+    assert [s.result.verdict for s in state.comparisons] == [
+        Direction.AGREES,
+        Direction.EQUIVALENT,
+        Direction.INCONCLUSIVE,
+    ]
+    assert (grey.result.seeds, grey.result.look, grey.maximum) == (12, 2, 12) and state.finished
+    assert [r["maximum_after"] for r in grey.resizings] == [16, 12, 12]  # the cap, then what the spread asks
+    assert [r["maximum_before"] for r in grey.resizings] == [8, 16, 12] and "stops undecided" in grey.resizings[-1][
+        "why"
+    ]
+    assert grey.resizings[-1]["sd_bound"] > grey.resizings[-1]["sd"] == pytest.approx(np.std(GREY, ddof=1))
+    out = tmp_path / "look2.json"
+    arguments = ["--spec", "dapo_table1", "--runs", str(runs), "--plan", str(plan)]
+    assert look_main([*arguments, "--look", "2", "--out", str(out)]) == 0
+    recorded = json.loads(out.read_text())["comparisons"][2]
+    assert recorded["verdict"] == "inconclusive" and recorded["maximum"] == 12 and len(recorded["resizings"]) == 3
+    markdown, _ = write_report("dapo_table1", runs, tmp_path / "reports", 3, plan=plan)
+    text = markdown.read_text()
+    assert "undecided at its last look (look 3 of 3, n = 12)" in text and "agrees (look 1 of 2, n = 4)" in text
+    assert "each primary's maximum re-sized at every look from the spread of its seeds" in text

@@ -1,3 +1,4 @@
+import dataclasses
 import shutil
 
 import pytest
@@ -8,7 +9,9 @@ from algos.config.presets import PROJECT_ROOT, ConfigError, diff_from_base, load
 
 
 def test_shipped_specs_read_with_the_papers_rows_and_numbers():
-    assert available_specs() == ["dapo_table1", "dr_grpo_bias", "gepo_staleness", "presets", "vapo_table1"]
+    assert available_specs() == [
+        "dapo_table1", "dapo_table1_2p5", "dr_grpo_bias", "gepo_staleness", "presets", "vapo_table1",
+    ]  # fmt: skip
     assert [r.preset for r in read_spec("presets").rows] == [
         "ppo", "grpo", "dr_grpo", "dapo", "vapo", "gspo", "gepo", "rloo", "reinforce_pp",
         "cispo", "sapo", "gmpo", "gpg", "remax", "opo", "lite_ppo",
@@ -91,6 +94,49 @@ def test_bad_specs_fail_naming_file_row_and_choices(tmp_path, fields, message):
     with pytest.raises(ConfigError, match=message) as error:
         read_spec("mine", write_spec(tmp_path, **fields))
     assert "mine.yaml" in str(error.value)
+
+
+def test_a_variant_is_its_base_table_under_a_design_of_its_own():
+    base, variant = read_spec("dapo_table1"), read_spec("dapo_table1_2p5")
+    unsized = [dataclasses.replace(row, primary=None) for row in variant.rows]
+    assert unsized == [dataclasses.replace(row, primary=None) for row in base.rows] and variant.kind == base.kind
+    assert [row.primary.smallest_effect for row in variant.rows[1:]] == [0.025] * 5
+    assert all(variant.config(row.id) == base.config(row.id) for row in base.rows)  # the same runs but for the seeds
+    assert (base.design.smallest_effect, variant.design.smallest_effect) == (0.05, 0.025)
+    assert variant.design.sequential.maxima == "variance" and base.design.sequential.maxima == "basis"
+    assert variant.design.sequential.first_seed == 35 and variant.title != base.title
+
+
+def write_variant(tmp_path, **fields):
+    """A spec 'mine' (write_spec) and a variant 'fine' of it with ``fields`` in place of its own."""
+    write_spec(tmp_path)
+    body = {"variant_of": "mine", "title": "finer", "design": {"smallest_effect": "2 points", "secondary": "gated"}}
+    body.update(fields)
+    (tmp_path / "fine.yaml").write_text(yaml.safe_dump({key: value for key, value in body.items() if value is not None}))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"rows": []}, r"fine.yaml: unknown key 'rows'.*valid: variant_of, title, design"),
+        ({"design": None}, "fine.yaml: a spec variant needs variant_of, title, design; missing: design"),
+        ({"variant_of": "nope"}, "fine.yaml: variant_of 'nope' is not another spec; specs: mine"),
+        ({"variant_of": "fine"}, "variant_of 'fine' is not another spec"),
+        ({"design": {"smallest_effect": "2 points", "secondary": "sometimes"}}, "fine.yaml: design: secondary"),
+    ],
+)
+def test_a_bad_variant_fails_naming_its_file_and_the_choices(tmp_path, fields, message):
+    assert read_spec("fine", write_variant(tmp_path)).design.smallest_effect == 0.02
+    with pytest.raises(ConfigError, match=message):
+        read_spec("fine", write_variant(tmp_path, **fields))
+
+
+def test_a_variant_of_a_variant_is_refused(tmp_path):
+    write_variant(tmp_path)
+    (tmp_path / "finer.yaml").write_text(yaml.safe_dump({"variant_of": "fine", "title": "t", "design": {}}))
+    with pytest.raises(ConfigError, match="finer.yaml: variant_of 'fine' is itself a variant"):
+        read_spec("finer", tmp_path)
 
 
 def test_unknown_spec_and_row_list_the_valid_ones(capsys):
