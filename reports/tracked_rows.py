@@ -22,8 +22,11 @@ runs table (``mlflow.sharedViewState.<key>``, which the UI opens from ``viewStat
 the parent runs only, in the paper's order, with the columns above. Nothing is recomputed that the
 report does not compute: the numbers come from :func:`reports.analysis.family.analyse` over the runs'
 own files. Runs trained with ``tracking.backend=none``
-have no parent run and are skipped. A JSON record of what was logged, and a link to each experiment's
-runs view in table order, is written to ``--out``.
+have no parent run and are skipped. A run whose recorded MLflow run the store does not hold (a campaign unpacked
+from its archive on another machine, a lost database) is first logged afresh from its own files, nested under its
+row's parent run (:mod:`algos.trainer.tracking_view`), so the store is a view of the run files wherever they are.
+A JSON record of what was logged, and a link to each experiment's runs view in table order, is written to
+``--out``.
 
 Command line: ``python -m reports.tracked_rows --spec dapo_table1 --runs results/runs --seeds 3
 --out results/reports/dapo_table1.mlflow.json``.
@@ -44,6 +47,7 @@ from algos.config.presets import ConfigError
 from algos.config.schema import TrackingConfig
 from algos.trainer.run_files import write_json
 from algos.trainer.tracking import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, GROUP_TAG, PARENT_TAG, tracking_uri
+from algos.trainer.tracking_view import tracked_run_id
 from reports.analysis.campaign import analyse_campaign
 from reports.analysis.endpoints import EndpointResult
 from reports.analysis.rows import RowResult
@@ -167,7 +171,8 @@ def log_rows(spec_name: str, runs_dir: Path, seeds: int, plan: Path | None = Non
         client = MlflowClient(tracking_uri=uri)
         metrics = row_metrics(position, result, [m for m in measured if m.row.id == result.row.id])
         tags = {**row_tags(spec, result), NOTE_TAG: _row_note(spec, result)}
-        for parent in parent_runs(client, [run.record["tracker_run_id"] for run in tracked]):
+        in_store = [tracked_run_id(run.directory) for run in tracked]  # logged afresh where the store lacks them
+        for parent in parent_runs(client, [run_id for run_id in in_store if run_id]):
             now = int(time.time() * 1000)  # a rerun's values are the latest at step 0
             client.log_batch(
                 parent,

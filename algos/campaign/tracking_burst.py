@@ -26,6 +26,7 @@ from typing import Any
 
 from algos.config.presets import flatten, read_yaml
 from algos.trainer import run_files
+from algos.trainer.tracking_view import RECORD_ONLY
 
 JOB_SETTINGS = (
     "tracking.backend=mlflow",
@@ -37,8 +38,6 @@ JOB_SETTINGS = (
     "rollout.max_new_tokens=20",
 )
 """What makes each job tiny: three steps, each evaluated, on a few problems (overrides given after them win)."""
-UNTRACKED_RUN_FIELDS = ("warnings", "tracker_run_id", "environment")
-"""Fields of run.json that are not tags of the tracked run."""
 ARTIFACTS = (run_files.CONFIG_FILE, run_files.METRICS_FILE, run_files.FINAL_FILE)
 COUNTED = ("runs", "finished", "metric_values", "params", "tags", "artifacts")
 
@@ -125,7 +124,7 @@ def _run_counts(client: Any, out: Path, logged: Any) -> dict[str, tuple[int, int
         {key: str(value) for key, value in flatten(read_yaml(config_file)).items()} if config_file.is_file() else {}
     )
     tags = (
-        {key: str(value) for key, value in json.loads(run_file.read_text()).items() if key not in UNTRACKED_RUN_FIELDS}
+        {key: str(value) for key, value in json.loads(run_file.read_text()).items() if key not in RECORD_ONLY}
         if run_file.is_file()
         else {}
     )

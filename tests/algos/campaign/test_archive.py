@@ -1,13 +1,20 @@
-"""A packed campaign unpacks elsewhere with its finished runs' files and times, and the workflow's training jobs keep
-those runs instead of training them again."""
+"""A packed campaign unpacks elsewhere with its finished runs' files and times, the workflow's training jobs keep
+those runs instead of training them again, and the workflow regenerates its tables from them into a fresh tracking
+store."""
 
 import json
 import os
+import subprocess
+
+import pytest
 
 from algos.campaign import archive, seed_block
 from algos.campaign.ablations import Budget
-from algos.config.presets import config_hash
+from algos.config.presets import PROJECT_ROOT, config_hash
 from algos.trainer import run_files
+from algos.trainer.tracking import GROUP_TAG, PARENT_TAG
+from algos.trainer.tracking_view import SOURCE_TAG
+from tests.requirements import require_extra
 
 
 def finished_run(folder, cfg=None):
@@ -66,3 +73,45 @@ def test_an_unpacked_finished_run_is_kept_by_its_training_job(tmp_path, monkeypa
             path.rename(run / path.name)
     seed_block.train_block("dr_grpo_bias", "grpo", [0, 1], tmp_path, budget)
     assert [cfg.seed for cfg in trained] == [0, 1]  # seed 0 kept, seed 1 trained
+
+
+DECISIVE = PROJECT_ROOT / "experiments" / "campaigns" / "decisive"
+
+
+@pytest.mark.slow
+def test_an_unpacked_campaign_regenerates_its_table_through_the_workflow_into_a_fresh_store(tmp_path):
+    """The decisive campaign's parts unpacked on a machine whose tracking store never saw them: `snakemake ablations`
+    for Dr. GRPO's table trains nothing, judges every look as the campaign did, and logs each run afresh."""
+    require_extra("workflow", command="snakemake")
+    archive.unpack(sorted(DECISIVE.glob("part*.tar.xz")), tmp_path / "results")
+    plans = tmp_path / "results" / "plans"
+    archived = {path.name: json.loads(path.read_text()) for path in plans.glob("dr_grpo_bias.look*.json")}
+    (tmp_path / "one_table.yaml").write_text("ablations:\n  specs: [dr_grpo_bias]\n")
+    environment = {key: value for key, value in os.environ.items() if key != "MLFLOW_TRACKING_URI"}
+    command = [
+        "snakemake",
+        "-c2",
+        "ablations",
+        "--directory",
+        str(tmp_path),
+        "--configfile",
+        str(tmp_path / "one_table.yaml"),
+    ]
+    result = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=900)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-3000:]
+    assert "Training " not in log and "Logging the rows of dr_grpo_bias to MLflow" in log
+    assert len(archived) == 3
+    for name, look in archived.items():  # the decisions the published table was written from, verdict and Δ alike
+        assert json.loads((plans / name).read_text())["comparisons"] == look["comparisons"], name
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("dr_grpo_bias").experiment_id], max_results=1000)
+    parents = {run.info.run_id: run for run in runs if GROUP_TAG in run.data.tags}
+    children = [run for run in runs if run.data.tags.get(PARENT_TAG) in parents]
+    read = sum(len(seeds) for seeds in archived["dr_grpo_bias.look2.json"]["seeds_read"].values())
+    assert len(parents) == 4 and len(children) == len(runs) - 4 == read == 40
+    assert all(run.info.status == "FINISHED" and SOURCE_TAG in run.data.tags for run in children)
+    assert sum(parent.data.metrics["table/n_seeds"] for parent in parents.values()) == read
