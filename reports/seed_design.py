@@ -177,11 +177,12 @@ def write_plan(
 
 
 def sequential_summary(record: dict) -> str:
-    """One line per primary of a sequential plan: its looks and margin."""
+    """One line per primary of a sequential plan: its looks and margin (and its starting maximum where re-sized)."""
     return "\n".join(
         [f"{record['spec']}: {record['spending']} spending, level {record['level']:.3g} per primary"]
         + [
             f"  {c['row']} vs {c['compared_with']}: looks at {', '.join(map(str, c['looks']))} seeds, margin ±{c['margin']:g}"
+            + (f", maximum {c['maximum']} to start with, re-sized at every look" if "maximum" in c else "")
             for c in record["comparisons"]
         ]
     )
