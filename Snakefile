@@ -79,9 +79,10 @@ rule compare:
 
 
 rule sweep:
-    """Every configured sweep: its trials as parallel jobs over one persistent study, then its report."""
+    """Every configured sweep: its trials as parallel jobs over one persistent study, its report, then the confirmation of
+    its best trials on fresh seeds (best_params.yaml only from a confirmed winner)."""
     input:
-        expand("results/sweeps/{sweep}/report.html", sweep=config["sweeps"]["specs"]),
+        [output for sweep in config["sweeps"]["specs"] for output in sweep_outputs(sweep)],
 
 
 rule report:

@@ -1,14 +1,10 @@
-"""A sweep's report and its best parameters, read from the study and the trials' own records.
+"""A sweep's search report, read from the study and the trials' own records.
 
-Writes into the sweep's directory: ``report.md`` (figures in ``report_figures/``), a self-contained
-``report.html``, and ``best_params.yaml``, a workflow config file that hands the best trial's
-parameters to every ablation or comparison row built on the sweep's preset::
-
-    snakemake ablations --configfile results/sweeps/dapo_default/best_params.yaml
-
-The report shows how many trials completed, were pruned or failed, the best trials with the mean
-objective over their seeds and its 95% Student-t CI (none for one seed), and Optuna's optimisation history, parameter
-importances and slice plots.
+Writes into the sweep's directory ``report.md`` (figures in ``report_figures/``) and a self-contained
+``report.html``: how many trials completed, were pruned or failed, the best trials with the mean objective over their
+seeds and its 95% Student-t CI (none for one seed), and Optuna's optimisation history, parameter importances and slice
+plots. The search's best means are biased upward (the winner's curse): tuned values come only from the sweep's
+confirmation on fresh seeds (:mod:`reports.sweep_confirmation`), never from this report.
 
 Command line: ``python -m reports.sweep --sweep dapo_default --out results/sweeps/dapo_default``.
 """
@@ -17,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import sys
 import warnings
 from collections import Counter
@@ -26,9 +21,8 @@ from typing import Any
 
 import matplotlib
 import optuna
-import yaml
 
-from algos.campaign.sweeps import SweepSpec, as_overrides, open_storage, read_sweep
+from algos.campaign.sweeps import SweepSpec, best_records, open_storage, read_records, read_sweep
 from algos.config.presets import ConfigError
 from algos.engine.provenance import git_commit
 from reports.render.cells import format_estimate
@@ -37,19 +31,6 @@ from reports.statistics.comparisons import seed_estimate
 
 matplotlib.use("Agg")
 TOP_TRIALS = 5
-BEST_FILE = "best_params.yaml"
-
-
-def read_records(out: Path) -> list[dict[str, Any]]:
-    """The finished slots' records (one per trial), by trial number."""
-    records = [json.loads(path.read_text()) for path in (out / "slots").glob("slot*.json")]
-    return sorted(records, key=lambda record: record["trial"])
-
-
-def best_records(spec: SweepSpec, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Completed trials, best objective first."""
-    complete = [record for record in records if record["state"] == "COMPLETE"]
-    return sorted(complete, key=lambda record: record["value"], reverse=spec.direction == "maximize")
 
 
 def table_cells(spec: SweepSpec, best: list[dict[str, Any]]) -> list[list[str]]:
@@ -92,20 +73,8 @@ def figures(study: optuna.Study) -> list[tuple[str, bytes]]:
     return rendered
 
 
-def best_params_text(spec: SweepSpec, best: dict[str, Any]) -> str:
-    """A workflow config file that gives rows built on the sweep's preset the best trial's values."""
-    header = (
-        f"# Best trial {best['trial']} of sweep '{spec.name}': {spec.metric} = {best['value']:.4f} "
-        f"(mean of {len(best['seed_values'])} seeds).\n"
-        f"# Use: snakemake ablations --configfile <this file>; rows built on '{spec.preset}' start from these.\n"
-    )
-    return header + yaml.safe_dump(
-        {"ablations": {"tuned": {spec.preset: as_overrides(best["params"])}}}, sort_keys=False
-    )
-
-
 def write_sweep_report(spec: SweepSpec, out: Path, storage: str | None = None) -> list[Path]:
-    """Write the report pages and ``best_params.yaml`` (when a trial completed) into ``out``."""
+    """Write the report pages into ``out``."""
     try:
         study = optuna.load_study(study_name=spec.name, storage=open_storage(storage, out))
     except KeyError:
@@ -139,12 +108,7 @@ def write_sweep_report(spec: SweepSpec, out: Path, storage: str | None = None) -
             ],
         },
     )
-    written = list(write_page(page, out, "report"))
-    if best:
-        path = out / BEST_FILE
-        path.write_text(best_params_text(spec, best[0]))
-        written.append(path)
-    return written
+    return list(write_page(page, out, "report"))
 
 
 def main(argv: list[str] | None = None) -> int:

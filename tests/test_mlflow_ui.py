@@ -11,7 +11,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -21,6 +20,7 @@ import pytest
 import yaml
 
 from algos.campaign.ablations import read_spec
+from tests.ports import free_port
 from tests.requirements import needs_extra
 from tests.test_pipeline_smoke import ROOT, TINY, snakemake
 
@@ -69,12 +69,6 @@ def readme_ui_command() -> list[str]:
     lines = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("mlflow ui ")]
     assert len(lines) == 1, "the README should start the UI with one `mlflow ui ...` line"
     return shlex.split(lines[0].split("#")[0])
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def get(url: str) -> dict:

@@ -9,7 +9,6 @@ first job. Needs root; REQUIRE_SLURM=1 turns a skip into a failure."""
 import contextlib
 import json
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -20,6 +19,7 @@ import pytest
 
 from algos.campaign.tracking_burst import run_burst
 from tests.cluster import SLURM_PROFILE, STORES_SETTINGS, campaign_command, slurm_states, submitted_jobs
+from tests.ports import free_port
 from tests.requirements import needs_extra
 from tests.test_pipeline_smoke import ENVIRONMENT, TINY
 
@@ -122,12 +122,6 @@ def test_sweep_trials_as_slurm_jobs_share_one_study_in_postgresql(one_node_slurm
     experiment = client.get_experiment_by_name(f"sweep-{SWEEP}")
     names = {run.info.run_name for run in client.search_runs([experiment.experiment_id], max_results=1000)}
     assert {f"trial{number}" for number in range(4)} <= names
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wrong_password(url: str) -> str:

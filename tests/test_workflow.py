@@ -94,12 +94,25 @@ def test_a_hub_model_replaces_the_built_in_base_by_config_alone(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_sweep_target_plans_one_job_per_trial_and_a_report():
+def test_the_sweep_target_plans_one_job_per_trial_a_report_and_the_confirmation():
     result = snakemake("sweep", "-n", "--forceall")
     assert result.returncode == 0, result.stderr
     assert (
         result.stdout.count("Sweep dapo_default: one trial") == 12 and "Reporting sweep dapo_default" in result.stdout
     )
+    assert "Sweep dapo_default: choosing the trials to confirm" in result.stdout  # its confirmation, once searched
+    assert "Reporting the confirmation of sweep dapo_default" in result.stdout
+
+
+@pytest.mark.slow
+def test_tuned_values_of_a_sweep_that_confirmed_none_stop_the_workflow_before_any_job(tmp_path):
+    (tmp_path / "best_params.yaml").write_text(
+        "ablations:\n  tuned:\n    dapo: {sweep: dapo_default, configuration: null, verdict: preset stands, settings: []}\n"
+    )
+    result = snakemake("ablations", "-n", "--configfile", str(tmp_path / "best_params.yaml"))
+    assert result.returncode == 2 and "train_look_block_0" not in result.stdout
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "ablations.tuned.dapo: sweep 'dapo_default' confirmed no configuration" in errors[0]
 
 
 @pytest.mark.slow

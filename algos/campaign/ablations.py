@@ -118,6 +118,10 @@ OPTIONAL_ENDPOINT_FIELDS = ("smallest_effect", "primary")
 PLAN_FIELDS = ("pilot_seeds", "budget", "smallest_effect")
 DURATION_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 EVAL_SCOPES = ("all", "read")
+TUNED_FROM_SWEEP = ("sweep", "configuration", "verdict", "settings")
+"""A tuned preset's entry written by a sweep's confirmation (its best_params.yaml)."""
+CONFIRMED, PRESET_STANDS = "better", "preset stands"
+"""The verdicts a sweep's best_params.yaml carries: a configuration confirmed better, or none and the preset stands."""
 EVALUATION_PREFIX = "eval/"  # the held-out evaluation's metrics (algos.trainer.train.held_out_accuracy)
 
 
@@ -627,10 +631,35 @@ def campaign_budget(ablations: Mapping[str, Any] | None = None) -> Budget:
     return Budget(
         tuple(ablations["overrides"]),
         ablations["step_scale"],
-        {preset: tuple(values) for preset, values in (ablations.get("tuned") or {}).items()},
+        tuned_values(ablations.get("tuned") or {}),
         ablations.get("eval_points"),
         ablations.get("eval_scope", "all"),
     )
+
+
+def tuned_values(
+    tuned: Mapping[str, Any], where: str = "workflow config ablations.tuned"
+) -> dict[str, tuple[str, ...]]:
+    """Per preset, the ``key=value`` settings its rows start from: a list as given by hand, or a sweep's confirmed
+    winner as its ``best_params.yaml`` gives it (``{sweep, configuration, verdict, settings}``,
+    :mod:`reports.sweep_confirmation`). A sweep that confirmed no configuration better than the preset stops here,
+    naming it: its search found nothing that held on fresh seeds."""
+    values = {}
+    for preset, entry in tuned.items():
+        if isinstance(entry, Mapping):
+            for key in entry:
+                if key not in TUNED_FROM_SWEEP:
+                    raise unknown_key_error(f"{where}.{preset}", key, TUNED_FROM_SWEEP)
+            if entry.get("verdict") != CONFIRMED:
+                sweep = entry.get("sweep")
+                raise ConfigError(
+                    f"{where}.{preset}: sweep '{sweep}' confirmed no configuration better than preset '{preset}' on "
+                    f"fresh seeds ({entry.get('verdict')}; results/sweeps/{sweep}/confirmation.md): drop it to run the "
+                    "preset as it stands"
+                )
+            entry = entry.get("settings") or []
+        values[preset] = tuple(entry)
+    return values
 
 
 def add_budget_arguments(parser: argparse.ArgumentParser) -> None:

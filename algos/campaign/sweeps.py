@@ -14,6 +14,8 @@ A spec in ``experiments/sweeps/`` reads::
     sampler: {name: tpe, seed: 0, startup_trials: 4}
     pruner: {name: median, startup_trials: 4, warmup_steps: 5}
     budget: [run.steps=20, run.eval_every=5]
+    confirmation: {top: 3, seeds: 12, first_seed: 100, metric: eval/test/accuracy_t1, margin: "2.5 points",
+                   budget: ["run.eval_splits=[validation, test]", run.final_eval_problems=1024]}
 
 The study is a persistent Optuna study (a journal file next to the trials by default, so parallel
 workflow jobs share it; or any storage URL, e.g. a database for a cluster). Each workflow job runs
@@ -27,6 +29,12 @@ The objective is a held-out split's accuracy (the validation split by default), 
 split the tables report. Every value in the space is checked against the config when the spec is
 read: an unknown key, low > high, empty choices or a value the config refuses fails at once.
 
+The ``confirmation`` (:mod:`algos.campaign.sweep_confirmation`) retrains the ``top`` best completed trials and the
+preset's own configuration on ``seeds`` fresh seeds from ``first_seed`` (after every seed the search used), under
+the search's budget and the confirmation's own ``budget``, and compares each with the preset on ``metric`` (the
+split the tables report), paired by seed: better, equivalent within ``margin``, worse or undecided, at a
+family-wise ``level`` over the ``top`` comparisons. Only a configuration confirmed better becomes tuned values.
+
 Command line: ``python -m algos.campaign.sweeps --list``; ``python -m algos.campaign.sweeps --sweep dapo_default
 --slot 0 --out results/sweeps/dapo_default`` runs one trial.
 """
@@ -34,6 +42,7 @@ Command line: ``python -m algos.campaign.sweeps --list``; ``python -m algos.camp
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import re
@@ -46,6 +55,7 @@ from typing import Any
 import optuna
 from pydantic import ValidationError
 
+from algos.campaign.study_design import parse_effect
 from algos.config.presets import (
     PROJECT_ROOT,
     ConfigError,
@@ -71,15 +81,23 @@ SAMPLERS = tuple(SAMPLER_KEYS)
 PRUNER_KEYS = {
     "median": ("name", "startup_trials", "warmup_steps"),
     "wilcoxon": ("name", "p_threshold", "startup_seeds"),
+    "successive_halving": ("name", "min_resource", "reduction_factor"),
+    "hyperband": ("name", "min_resource", "reduction_factor"),
     "none": ("name",),
 }
 """Each pruner and the keys it takes: the median pruner compares a trial's held-out evaluations with the
 earlier trials' at the same step; the Wilcoxon pruner (Optuna's ``WilcoxonPruner``) compares its seeds'
 objective values, seed by seed, with the best trial's by a signed-rank test, and stops it once p falls
-below ``p_threshold`` (after ``startup_seeds`` seeds)."""
+below ``p_threshold`` (after ``startup_seeds`` seeds); successive halving (Optuna's ``SuccessiveHalvingPruner``)
+keeps the top 1/``reduction_factor`` of the trials at each rung of steps from ``min_resource`` on, and Hyperband
+(``HyperbandPruner``) runs several such brackets, its maximum resource the run's steps."""
 PRUNERS = tuple(PRUNER_KEYS)
 REQUIRED = ("title", "preset", "space", "trials")
-FIELDS = (*REQUIRED, "objective", "seeds", "sampler", "pruner", "budget")
+FIELDS = (*REQUIRED, "objective", "seeds", "sampler", "pruner", "budget", "confirmation")
+CONFIRMATION_FIELDS = ("top", "seeds", "first_seed", "metric", "margin", "level", "budget")
+REQUIRED_CONFIRMATION_FIELDS = ("top", "seeds", "first_seed", "margin")
+PRESET_CONFIGURATION = "preset"
+"""The name of the preset's own configuration among the confirmed ones (the others are ``trial<n>``)."""
 OBJECTIVE_FIELDS = ("metric", "direction")
 JOURNAL_FILE = "study.journal"
 OBJECTIVE = re.compile(r"^eval/(?P<split>[a-z0-9_]+)/accuracy_(?P<mode>greedy|t1)$")
@@ -110,6 +128,26 @@ class Dimension:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """A sweep's confirmation stage: the ``top`` best completed trials and the preset's configuration retrained with
+    seeds ``first_seed`` .. ``first_seed + seeds - 1``, under the search's budget then ``budget``; each compared with
+    the preset on ``metric``, paired by seed, at a family-wise ``level`` over the ``top`` comparisons (Bonferroni),
+    equivalence within ±``margin`` (the metric's units)."""
+
+    top: int
+    seeds: int
+    first_seed: int
+    metric: str
+    margin: float
+    level: float
+    budget: tuple[str, ...]
+
+    @property
+    def seed_numbers(self) -> list[int]:
+        return list(range(self.first_seed, self.first_seed + self.seeds))
+
+
+@dataclass(frozen=True)
 class SweepSpec:
     """A study: what is searched, what is optimised, and how each trial is run."""
 
@@ -124,10 +162,15 @@ class SweepSpec:
     sampler: Mapping[str, Any]
     pruner: Mapping[str, Any]
     budget: tuple[str, ...]
+    confirmation: Confirmation | None = None
 
     def config(self, params: Mapping[str, Any], seed: int = 0, extra: tuple[str, ...] = ()) -> RLConfig:
         """The trial's config: preset, budget, the trial's parameters, ``extra`` overrides, and the seed."""
         return load_config(self.preset, overrides=(*self.budget, *extra, f"seed={seed}"), settings=dict(params))
+
+    def confirmation_config(self, params: Mapping[str, Any], seed: int, extra: tuple[str, ...] = ()) -> RLConfig:
+        """A confirmation run's config: the trial's under the confirmation's budget (``params`` {} for the preset)."""
+        return self.config(params, seed, (*self.confirmation.budget, *extra))
 
     def make_sampler(self, slot: int) -> optuna.samplers.BaseSampler:
         """The sampler of one workflow job. Its seed is offset by the slot, so that parallel jobs that
@@ -144,6 +187,17 @@ class SweepSpec:
             return optuna.pruners.WilcoxonPruner(
                 p_threshold=float(self.pruner.get("p_threshold", 0.1)),
                 n_startup_steps=int(self.pruner.get("startup_seeds", 2)),
+            )
+        if self.pruner["name"] == "successive_halving":
+            return optuna.pruners.SuccessiveHalvingPruner(
+                min_resource=int(self.pruner.get("min_resource", 1)),
+                reduction_factor=int(self.pruner.get("reduction_factor", 3)),
+            )
+        if self.pruner["name"] == "hyperband":
+            return optuna.pruners.HyperbandPruner(
+                min_resource=int(self.pruner.get("min_resource", 1)),
+                max_resource=self.config({}).run.steps,
+                reduction_factor=int(self.pruner.get("reduction_factor", 3)),
             )
         return optuna.pruners.MedianPruner(
             n_startup_trials=int(self.pruner.get("startup_trials", 4)),
@@ -219,7 +273,54 @@ def read_sweep(name: str, sweeps_dir: Path = SWEEPS_DIR) -> SweepSpec:
         budget=tuple(budget),
     )
     _check_values(path, spec)
+    if "confirmation" in body:
+        spec = dataclasses.replace(spec, confirmation=_confirmation(path, body["confirmation"], spec))
     return spec
+
+
+def _confirmation(path: Path, entry: Any, spec: SweepSpec) -> Confirmation:
+    """The spec's ``confirmation`` mapping (see :class:`Confirmation`); any fault fails naming the file and the key."""
+    where = f"{path}: confirmation"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be a mapping with {', '.join(REQUIRED_CONFIRMATION_FIELDS)}")
+    for key in entry:
+        if key not in CONFIRMATION_FIELDS:
+            raise unknown_key_error(where, key, CONFIRMATION_FIELDS)
+    missing = [key for key in REQUIRED_CONFIRMATION_FIELDS if key not in entry]
+    if missing:
+        raise ConfigError(f"{where}: missing {', '.join(missing)}")
+    for key, least in (("top", 1), ("seeds", 2), ("first_seed", spec.seeds)):
+        value = entry[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            why = f" (after the search's seeds 0-{spec.seeds - 1})" if key == "first_seed" else ""
+            raise ConfigError(f"{where}: {key} must be an integer of at least {least}{why}; got {value!r}")
+    level = entry.get("level", 0.05)
+    if not isinstance(level, float) or not 0 < level < 1:
+        raise ConfigError(f"{where}: level must be a number between 0 and 1; got {level!r}")
+    budget = entry.get("budget") or []
+    if not isinstance(budget, list) or not all(isinstance(text, str) for text in budget):
+        raise ConfigError(f"{where}: 'budget' must be a list of key=value overrides")
+    metric = str(entry.get("metric", "eval/test/accuracy_t1"))
+    confirmation = Confirmation(
+        top=entry["top"],
+        seeds=entry["seeds"],
+        first_seed=entry["first_seed"],
+        metric=metric,
+        margin=parse_effect(entry["margin"], metric, f"{where}: margin"),
+        level=level,
+        budget=tuple(budget),
+    )
+    try:
+        base = dataclasses.replace(spec, confirmation=confirmation).confirmation_config({}, 0)
+    except (ConfigError, ValidationError, ValueError) as exc:
+        raise ConfigError(f"{where}: the budget does not give a valid config: {exc}") from None
+    match = OBJECTIVE.match(metric)
+    if not match or match["split"] not in base.run.eval_splits or match["mode"] not in base.run.eval_modes:
+        raise ConfigError(
+            f"{where}: metric '{metric}' is not eval/<split>/accuracy_<mode> of a split ({', '.join(base.run.eval_splits)}) "
+            f"and mode ({', '.join(base.run.eval_modes)}) the confirmation's budget evaluates"
+        )
+    return confirmation
 
 
 def _every_key(keys_by_name: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -357,6 +458,19 @@ def run_slot(
     }
     run_files.write_json(slots / f"slot{slot}.json", record)
     return record
+
+
+def read_records(out: Path) -> list[dict[str, Any]]:
+    """The finished slots' records under the study's directory ``out`` (one per trial), by trial number."""
+    records = [json.loads(path.read_text()) for path in (out / "slots").glob("slot*.json")]
+    return sorted(records, key=lambda record: record["trial"])
+
+
+def best_records(spec: SweepSpec, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Completed trials, best objective first (ties: the earlier trial first)."""
+    complete = [record for record in records if record["state"] == "COMPLETE"]
+    sign = -1.0 if spec.direction == "maximize" else 1.0
+    return sorted(complete, key=lambda record: (sign * record["value"], record["trial"]))
 
 
 def as_overrides(params: Mapping[str, Any]) -> list[str]:

@@ -28,7 +28,11 @@ from eval.benchmarks.loaders import BENCHMARK_FILES, BENCHMARKS, BENCHMARKS_DIR_
 
 spec_named = functools.cache(read_spec)  # every job's params read the same specs: parse each once
 BASE_INPUT = [] if config["model"] else "results/base_model"  # a hub model needs no base built
-BUDGET = campaign_budget(config["ablations"])
+try:
+    BUDGET = campaign_budget(config["ablations"])
+except ConfigError as error:  # e.g. tuned values of a sweep that confirmed no better configuration
+    print(f"error: {error}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def budget_options(wildcards):
@@ -277,6 +281,27 @@ def row_config_hash(wildcards):
 def sweep_slots(sweep):
     """Records of every trial slot of one sweep."""
     return [f"results/sweeps/{sweep}/slots/slot{slot}.json" for slot in range(read_sweep(sweep).trials)]
+
+
+def confirmed_sweeps():
+    """The configured sweeps that declare a confirmation stage."""
+    return [sweep for sweep in config["sweeps"]["specs"] if read_sweep(sweep).confirmation is not None]
+
+
+def confirmation_runs(sweep):
+    """Every fresh-seed run of a sweep's confirmation, once its plan (a checkpoint) names the configurations."""
+    plan = json.loads(Path(checkpoints.sweep_confirmation_plan.get(sweep=sweep).output[0]).read_text())
+    return [
+        f"results/sweeps/{sweep}/confirmation/{entry['name']}/seed{seed}/final_metrics.json"
+        for entry in plan["configurations"]
+        for seed in plan["seeds"]
+    ]
+
+
+def sweep_outputs(sweep):
+    """What the sweep target builds of one sweep: its search report, and its confirmation where it declares one."""
+    confirmed = [f"results/sweeps/{sweep}/confirmation.html"] if sweep in confirmed_sweeps() else []
+    return [f"results/sweeps/{sweep}/report.html", *confirmed]
 
 
 def start_model(wildcards, input):

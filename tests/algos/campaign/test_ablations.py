@@ -4,7 +4,15 @@ import shutil
 import pytest
 import yaml
 
-from algos.campaign.ablations import ABLATIONS_DIR, Budget, available_specs, main, read_spec, scale_steps
+from algos.campaign.ablations import (
+    ABLATIONS_DIR,
+    Budget,
+    available_specs,
+    campaign_budget,
+    main,
+    read_spec,
+    scale_steps,
+)
 from algos.config.presets import PROJECT_ROOT, ConfigError, diff_from_base, load_config
 
 
@@ -112,7 +120,9 @@ def write_variant(tmp_path, **fields):
     write_spec(tmp_path)
     body = {"variant_of": "mine", "title": "finer", "design": {"smallest_effect": "2 points", "secondary": "gated"}}
     body.update(fields)
-    (tmp_path / "fine.yaml").write_text(yaml.safe_dump({key: value for key, value in body.items() if value is not None}))
+    (tmp_path / "fine.yaml").write_text(
+        yaml.safe_dump({key: value for key, value in body.items() if value is not None})
+    )
     return tmp_path
 
 
@@ -194,6 +204,21 @@ def test_tuned_values_reach_only_the_rows_built_on_their_preset_under_the_rows_c
     assert spec.config("dapo", tuned) == spec.config("dapo")  # another preset's row is untouched
     with pytest.raises(ConfigError, match="unknown config key 'optim.lx' in tuned values of preset 'vapo'"):
         spec.config("vapo", Budget(tuned={"vapo": ("optim.lx=1",)}))
+
+
+def test_tuned_values_come_only_from_a_sweep_that_confirmed_them():
+    base = {"overrides": [], "step_scale": 1.0}
+    confirmed = {"sweep": "dapo_default", "configuration": "trial7", "verdict": "better", "settings": ["optim.lr=3e-5"]}
+    assert campaign_budget({**base, "tuned": {"dapo": confirmed}}).tuned == {"dapo": ("optim.lr=3e-5",)}
+    assert campaign_budget({**base, "tuned": {"dapo": ["optim.lr=1e-5"]}}).tuned == {"dapo": ("optim.lr=1e-5",)}
+    stands = {"sweep": "dapo_default", "configuration": None, "verdict": "preset stands", "settings": []}
+    with pytest.raises(ConfigError) as error:
+        campaign_budget({**base, "tuned": {"dapo": stands}})
+    message = str(error.value)
+    assert message.startswith("workflow config ablations.tuned.dapo: sweep 'dapo_default' confirmed no configuration")
+    assert "results/sweeps/dapo_default/confirmation.md" in message and "\n" not in message
+    with pytest.raises(ConfigError, match=r"ablations.tuned.dapo: unknown key 'verdicts' \(did you mean 'verdict'"):
+        campaign_budget({**base, "tuned": {"dapo": {**confirmed, "verdicts": "better"}}})
 
 
 ENDPOINT = {"metric": "actor/entropy", "window": [10, 40], "direction": "up", "source": "DAPO §3.1, Fig. 2b"}

@@ -4,7 +4,6 @@ import optuna
 import pytest
 import yaml
 
-from algos.campaign.ablations import Budget, read_spec
 from algos.campaign.sweeps import available_sweeps, read_sweep, run_slot
 from algos.config.presets import ConfigError, load_config
 from algos.trainer import run_files
@@ -24,6 +23,9 @@ TINY_BUDGET = [
     "run.eval_splits=[validation]",
     "tracking.backend=none",
 ]
+
+
+CONFIRMATION = {"top": 2, "seeds": 4, "first_seed": 10, "margin": "2.5 points", "budget": ["run.eval_splits=[test]"]}
 
 
 def write_sweep(directory, **fields):
@@ -52,6 +54,10 @@ def test_the_default_sweep_reads_with_its_space_and_a_held_out_objective():
     config = spec.config({"optim.lr": 1e-4, "rollout.group_size": 16}, seed=1)
     assert config.optim.lr == 1e-4 and config.rollout.group_size == 16 and config.seed == 1
     assert config.policy_loss.clip_eps_high == 0.28 and config.run.steps == 20  # the preset, then the budget
+    confirmation = spec.confirmation
+    assert confirmation.metric == "eval/test/accuracy_t1" and confirmation.seed_numbers[0] >= spec.seeds
+    fresh = spec.confirmation_config({"optim.lr": 1e-4}, seed=confirmation.first_seed)
+    assert fresh.run.final_eval_problems == 1024 and "test" in fresh.run.eval_splits and fresh.optim.lr == 1e-4
 
 
 @pytest.mark.parametrize(
@@ -94,7 +100,15 @@ def test_an_invalid_search_space_fails_naming_the_file_and_key(tmp_path, space, 
         ({"pruner": {"name": "wilcoxon", "p_treshold": 0.1}}, "unknown key 'p_treshold' \\(did you mean 'p_threshold'"),
         ({"pruner": {"name": "median", "startup_seeds": 2}}, "pruner median: unknown key 'startup_seeds'"),
         ({"pruner": {"name": "wilcoxon"}, "seeds": 1}, "wilcoxon pruner compares seeds"),
-        ({"pruner": {"name": "hyperband"}}, "pruner 'hyperband' is not one of: median, wilcoxon, none"),
+        ({"pruner": {"name": "asha"}}, "pruner 'asha' is not one of: median, wilcoxon, successive_halving, hyperband"),
+        ({"pruner": {"name": "hyperband", "min_resourse": 2}}, "did you mean 'min_resource'"),
+        ({"confirmation": {**CONFIRMATION, "seed": 3}}, "confirmation: unknown key 'seed' \\(did you mean 'seeds'"),
+        ({"confirmation": {"top": 2, "seeds": 4}}, "confirmation: missing first_seed, margin"),
+        ({"confirmation": {**CONFIRMATION, "first_seed": 1}}, "first_seed must be an integer of at least 2 \\(after"),
+        ({"confirmation": {**CONFIRMATION, "seeds": 1}}, "seeds must be an integer of at least 2"),
+        ({"confirmation": {**CONFIRMATION, "margin": 3}}, "margin: eval/test/accuracy_t1 is a share"),
+        ({"confirmation": {**CONFIRMATION, "level": 5}}, "level must be a number between 0 and 1"),
+        ({"confirmation": {**CONFIRMATION, "budget": []}}, "metric 'eval/test/accuracy_t1' is not .* the confirmation"),
     ],
 )
 def test_bad_sweep_settings_fail_before_any_trial(tmp_path, fields, message):
@@ -189,20 +203,15 @@ def _distribution(dimension):
 
 
 @pytest.mark.slow
-def test_best_params_feed_the_rows_built_on_the_sweeps_preset(tiny_base, tmp_path):
+def test_the_search_report_shows_the_best_trials_and_tunes_nothing(tiny_base, tmp_path):
     spec = read_sweep("tiny", write_sweep(tmp_path, trials=2, seeds=1))
     out = tmp_path / "study"
     records = [run_slot(spec, slot, out, extra=(f"model.name_or_path={tiny_base}",)) for slot in range(2)]
     paths = write_sweep_report(spec, out)
     best = max(records, key=lambda record: record["value"])
-    config = yaml.safe_load((out / "best_params.yaml").read_text())
-    tuned = config["ablations"]["tuned"]["dapo"]
-    assert sorted(tuned) == sorted(f"{key}={value}" for key, value in best["params"].items())
-    row = read_spec("vapo_table1").config("dapo", Budget(tuned={"dapo": tuple(tuned)}))
-    assert row.optim.lr == pytest.approx(best["params"]["optim.lr"])
     report = (out / "report.md").read_text()
     assert "2 complete, 0 pruned" in report and f"| {best['trial']} |" in report and "Optimisation history" in report
-    assert {path.name for path in paths} == {"report.md", "report.html", "best_params.yaml"}
+    assert {path.name for path in paths} == {"report.md", "report.html"}  # tuned values come from a confirmation
 
 
 @pytest.mark.slow
