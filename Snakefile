@@ -85,6 +85,12 @@ rule sweep:
         [output for sweep in config["sweeps"]["specs"] for output in sweep_outputs(sweep)],
 
 
+rule search_comparison:
+    """The comparison of searches: each sampler/pruner's studies, their winners confirmed on fresh seeds, per core-hour."""
+    input:
+        f"results/search/{config['sweeps']['comparison']['sweep']}/comparison.html",
+
+
 rule report:
     """Every configured spec's report, up to date with its runs and spec file (the ablation_report rule's outputs)."""
     input:

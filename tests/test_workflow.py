@@ -105,6 +105,16 @@ def test_the_sweep_target_plans_one_job_per_trial_a_report_and_the_confirmation(
 
 
 @pytest.mark.slow
+def test_the_search_comparison_plans_every_study_of_every_search_then_their_winners():
+    result = snakemake("search_comparison", "-n", "--forceall")
+    assert result.returncode == 0, result.stderr
+    studies = 6 * 3  # experiments/config.yaml: six searches, three sampler seeds each
+    assert result.stdout.count("Search ") == studies * 12 + studies  # 12 trials and a winner each
+    assert "Search random/median, seed 3, of dapo_default: one trial" in result.stdout
+    assert "Comparison of searches of dapo_default: every study's winner" in result.stdout
+
+
+@pytest.mark.slow
 def test_tuned_values_of_a_sweep_that_confirmed_none_stop_the_workflow_before_any_job(tmp_path):
     (tmp_path / "best_params.yaml").write_text(
         "ablations:\n  tuned:\n    dapo: {sweep: dapo_default, configuration: null, verdict: preset stands, settings: []}\n"

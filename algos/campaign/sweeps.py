@@ -188,21 +188,28 @@ class SweepSpec:
                 p_threshold=float(self.pruner.get("p_threshold", 0.1)),
                 n_startup_steps=int(self.pruner.get("startup_seeds", 2)),
             )
-        if self.pruner["name"] == "successive_halving":
-            return optuna.pruners.SuccessiveHalvingPruner(
-                min_resource=int(self.pruner.get("min_resource", 1)),
-                reduction_factor=int(self.pruner.get("reduction_factor", 3)),
-            )
+        given = {key: int(self.pruner[key]) for key in ("min_resource", "reduction_factor") if key in self.pruner}
+        if self.pruner["name"] == "successive_halving":  # Optuna's defaults where the spec gives none
+            return optuna.pruners.SuccessiveHalvingPruner(**given)
         if self.pruner["name"] == "hyperband":
-            return optuna.pruners.HyperbandPruner(
-                min_resource=int(self.pruner.get("min_resource", 1)),
-                max_resource=self.config({}).run.steps,
-                reduction_factor=int(self.pruner.get("reduction_factor", 3)),
-            )
+            return optuna.pruners.HyperbandPruner(max_resource=self.config({}).run.steps, **given)
         return optuna.pruners.MedianPruner(
             n_startup_trials=int(self.pruner.get("startup_trials", 4)),
             n_warmup_steps=int(self.pruner.get("warmup_steps", 0)),
         )
+
+    def searched_by(self, sampler: str, pruner: str, seed: int) -> SweepSpec:
+        """The same sweep searched by another sampler and pruner (each with the spec's keys where it names the same
+        one, else Optuna's defaults), the sampler seeded with ``seed``: one arm of a comparison of searches."""
+        if sampler not in SAMPLERS or pruner not in PRUNERS:
+            raise ConfigError(
+                f"a search is a sampler ({', '.join(SAMPLERS)}) and a pruner ({', '.join(PRUNERS)}); got {sampler}/{pruner}"
+            )
+        samplers = {**(self.sampler if self.sampler["name"] == sampler else {"name": sampler}), "seed": seed}
+        pruners = self.pruner if self.pruner["name"] == pruner else {"name": pruner}
+        if pruner == "wilcoxon" and self.seeds < 2:
+            raise ConfigError(f"sweep '{self.name}': the wilcoxon pruner compares seeds, and it has {self.seeds}")
+        return dataclasses.replace(self, sampler=samplers, pruner=pruners)
 
     def study(self, storage: str | None, out: Path, slot: int = 0) -> optuna.Study:
         """The persistent study (created on first use): ``storage`` URL, or a journal file in ``out``."""
@@ -473,6 +480,14 @@ def best_records(spec: SweepSpec, records: list[dict[str, Any]]) -> list[dict[st
     return sorted(complete, key=lambda record: (sign * record["value"], record["trial"]))
 
 
+def searched_spec(spec: SweepSpec, search: str) -> SweepSpec:
+    """The spec under a search written ``sampler/pruner/seed`` (:meth:`SweepSpec.searched_by`)."""
+    parts = search.split("/")
+    if len(parts) != 3 or not parts[2].isdigit():
+        raise ConfigError(f"a search is written sampler/pruner/seed (e.g. tpe/median/1); got '{search}'")
+    return spec.searched_by(parts[0], parts[1], int(parts[2]))
+
+
 def as_overrides(params: Mapping[str, Any]) -> list[str]:
     """``key=value`` overrides of a trial's parameters (what ``ablations.tuned`` takes)."""
     return [f"{key}={value}" for key, value in params.items()]
@@ -486,6 +501,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="the study's directory (journal, slots, trial runs)")
     parser.add_argument("--storage", help="Optuna storage URL (default: a journal file in --out)")
     parser.add_argument("--model", help="model every trial starts from (default: the config's model.name_or_path)")
+    parser.add_argument(
+        "--search",
+        metavar="SAMPLER/PRUNER/SEED",
+        help="run the study with this sampler, pruner and sampler seed instead of the spec's (a comparison of searches; "
+        "its runs stay out of MLflow)",
+    )
     args = parser.parse_args(argv)
     try:
         if args.list or not args.sweep:
@@ -498,8 +519,10 @@ def main(argv: list[str] | None = None) -> int:
             spec = read_sweep(args.sweep)
             print(f"{spec.name}: {spec.title}; space: {[d.key for d in spec.space]}")
         else:
-            extra = (f"model.name_or_path={args.model}",) if args.model else ()
-            print(json.dumps(run_slot(read_sweep(args.sweep), args.slot, args.out, args.storage, extra), indent=2))
+            spec, extra = read_sweep(args.sweep), (f"model.name_or_path={args.model}",) if args.model else ()
+            if args.search:
+                spec, extra = searched_spec(spec, args.search), (*extra, "tracking.backend=none")
+            print(json.dumps(run_slot(spec, args.slot, args.out, args.storage, extra), indent=2))
     except (ConfigError, FileNotFoundError) as exc:  # a model that is not there included
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from algos.campaign.ablations import (
     read_spec,
 )
 from algos.campaign.preflight import check_database, check_slurm, check_tracking, resource_values
-from algos.campaign.sweeps import read_sweep
+from algos.campaign.sweeps import PRESET_CONFIGURATION, available_sweeps, read_sweep
 from algos.config.presets import ConfigError, config_hash
 from algos.config.schema import TrackingConfig
 from algos.trainer.tracking import tracking_uri
@@ -284,8 +284,10 @@ def sweep_slots(sweep):
 
 
 def confirmed_sweeps():
-    """The configured sweeps that declare a confirmation stage."""
-    return [sweep for sweep in config["sweeps"]["specs"] if read_sweep(sweep).confirmation is not None]
+    """The configured sweeps that declare a confirmation stage (and the comparison of searches' sweep, whose preset
+    runs the comparison reads)."""
+    sweeps = dict.fromkeys([*config["sweeps"]["specs"], config["sweeps"]["comparison"]["sweep"]])
+    return [sweep for sweep in sweeps if read_sweep(sweep).confirmation is not None]
 
 
 def confirmation_runs(sweep):
@@ -296,6 +298,41 @@ def confirmation_runs(sweep):
         for entry in plan["configurations"]
         for seed in plan["seeds"]
     ]
+
+
+COMPARISON = config["sweeps"]["comparison"]
+if COMPARISON["sweep"] not in available_sweeps() or read_sweep(COMPARISON["sweep"]).confirmation is None:
+    print(
+        f"error: workflow config sweeps.comparison.sweep '{COMPARISON['sweep']}' is not a sweep that declares a "
+        f"confirmation; sweeps: {', '.join(available_sweeps())}",
+        file=sys.stderr,
+    )
+    raise SystemExit(2)
+COMPARISON_SEEDS = read_sweep(COMPARISON["sweep"]).confirmation.seed_numbers[: COMPARISON["fresh_seeds"]]
+"""The fresh seeds every study's winner of the comparison of searches is retrained on: the first of the sweep's
+confirmation seeds, so that the preset's runs of the sweep's own confirmation are the comparison's too."""
+
+
+def comparison_studies(sweep):
+    """The study directories of the comparison of searches: one per sampler/pruner and sampler seed."""
+    return [
+        f"results/search/{sweep}/{search.replace('/', '-')}/seed{seed}"
+        for search in COMPARISON["searches"]
+        for seed in COMPARISON["seeds"]
+    ]
+
+
+def comparison_inputs(sweep):
+    """Every study's winner on the fresh seeds (once the winners' file, a checkpoint, names them), and the preset's
+    runs of the sweep's confirmation on the same seeds."""
+    winners = json.loads(Path(checkpoints.search_winners.get(sweep=sweep).output[0]).read_text())
+    runs = [
+        f"{study}/confirmation/{winner}/seed{fresh}/final_metrics.json"
+        for study, winner in winners.items()
+        for fresh in COMPARISON_SEEDS
+    ]
+    preset = f"results/sweeps/{sweep}/confirmation/{PRESET_CONFIGURATION}"
+    return runs + [f"{preset}/seed{fresh}/final_metrics.json" for fresh in COMPARISON_SEEDS]
 
 
 def sweep_outputs(sweep):
