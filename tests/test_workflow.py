@@ -163,7 +163,10 @@ def test_training_processes_launch_each_run_under_accelerate(tmp_path):
     )
     result = snakemake("ablations", "-n", "-p", "--configfile", str(tmp_path / "training.yaml"))
     assert result.returncode == 0, result.stderr
-    command = "accelerate launch --config_file experiments/accelerate/fsdp2.yaml --num_processes 4 -m algos.campaign.seed_block"
+    command = (
+        "accelerate launch --config_file experiments/accelerate/fsdp2.yaml --num_processes 4 --main_process_port 0 "
+        "-m algos.campaign.seed_block"
+    )  # port 0: one free at launch, so two such jobs side by side never fight over one
     assert command in result.stdout
     assert f"OMP_NUM_THREADS=1 {command}" in result.stdout  # one thread per process, not the job's threads each
 

@@ -14,6 +14,7 @@ from algos.campaign.ablations import (
     campaign_budget,
     read_spec,
 )
+from algos.campaign.launch import launch_arguments
 from algos.campaign.preflight import check_database, check_slurm, check_tracking, resource_values
 from algos.campaign.sweeps import PRESET_CONFIGURATION, available_sweeps, read_sweep
 from algos.config.presets import ConfigError, config_hash
@@ -61,10 +62,11 @@ TRAIN_PROCESSES = config["training"]["processes"]
 TRAIN_COMMAND = (
     "python -m algos.campaign.seed_block"
     if TRAIN_PROCESSES == 1
-    else f"accelerate launch --config_file {shlex.quote(config['training']['accelerate_config'])} "
-    f"--num_processes {TRAIN_PROCESSES} -m algos.campaign.seed_block"
+    else f"accelerate launch {shlex.join(launch_arguments(config['training']['accelerate_config'], TRAIN_PROCESSES))} "
+    "-m algos.campaign.seed_block"
 )
-"""How a training job starts: one process for its block of seeds, or ``training.processes`` under accelerate."""
+"""How a training job starts: one process for its block of seeds, or ``training.processes`` under accelerate, on a
+rendezvous port free at launch (two such jobs side by side never fight over one)."""
 SEED_BLOCKS = [
     list(range(first, min(first + config["ablations"]["block_size"], config["ablations"]["seeds"])))
     for first in range(0, config["ablations"]["seeds"], config["ablations"]["block_size"])

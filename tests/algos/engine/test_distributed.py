@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from algos.campaign.launch import launch_arguments
 from algos.config.presets import load_config
 from algos.engine.checkpoint import latest_checkpoint
 from algos.engine.distributed import Processes, full_optimizer_state, load_full_optimizer_state
@@ -85,8 +86,8 @@ def test_token_budget_passes_pack_sorted_rows_under_the_budget():
 
 def run_in_two_processes(preset: str, out: Path, overrides: list[str], **popen) -> subprocess.Popen:
     command = [
-        *(sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(DDP_CONFIG)),
-        *("--num_processes", "2", "-m", "algos.trainer.train", "--preset", preset, "--out", str(out), *overrides),
+        *(sys.executable, "-m", "accelerate.commands.launch", *launch_arguments(DDP_CONFIG, 2)),  # as the workflow
+        *("-m", "algos.trainer.train", "--preset", preset, "--out", str(out), *overrides),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(command, cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
