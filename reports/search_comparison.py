@@ -32,7 +32,7 @@ from matplotlib.figure import Figure
 from algos.campaign.sweep_confirmation import read_plan, run_directory
 from algos.campaign.sweeps import PRESET_CONFIGURATION, SweepSpec, read_records, read_sweep
 from algos.config.presets import ConfigError
-from algos.engine.provenance import git_commit
+from algos.engine.commit import git_commit
 from algos.trainer.run_files import FINAL_FILE, METRICS_FILE, read_metrics, write_json
 from reports.render.cells import format_estimate
 from reports.render.figures import png_bytes

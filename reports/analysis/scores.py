@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.benchmarks.suites import BOXED_TEMPLATE, headline_metric
-from eval.run.evaluate import METRICS_FILE, PROTOCOL_FILE
+from eval.run.score_files import METRICS_FILE, PROTOCOL_FILE
 
 TEMPLATE_NAMES = {BOXED_TEMPLATE: "boxed", "{problem}": "raw"}
 
