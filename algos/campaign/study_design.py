@@ -126,7 +126,7 @@ def parse_effect(value: Any, metric: str, where: str) -> float:
 
 def parse_design(entry: Any, metric: str, where: str, specs_dir: Path) -> StudyDesign:
     """The spec's ``design`` mapping (see the module's docstring); any fault fails naming ``where`` and the key."""
-    _check_fields(
+    check_fields(
         entry, where, DESIGN_FIELDS, REQUIRED_DESIGN_FIELDS, " (a design declares every primary's smallest effect)"
     )
     if entry["secondary"] not in SECONDARY_RULES:
@@ -153,7 +153,7 @@ def parse_design(entry: Any, metric: str, where: str, specs_dir: Path) -> StudyD
     )
 
 
-def _check_fields(entry: Any, where: str, fields: tuple[str, ...], required: tuple[str, ...], why: str = "") -> None:
+def check_fields(entry: Any, where: str, fields: tuple[str, ...], required: tuple[str, ...], why: str = "") -> None:
     """A mapping of known ``fields`` holding every ``required`` one; else one error naming ``where`` and the key."""
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be a mapping with {', '.join(required)}; got {entry!r}")
@@ -167,7 +167,7 @@ def _check_fields(entry: Any, where: str, fields: tuple[str, ...], required: tup
 
 def parse_sequential(entry: Any, where: str) -> Sequential:
     """The design's ``sequential`` mapping (see the module's docstring); any fault fails naming ``where`` and the key."""
-    _check_fields(entry, where, SEQUENTIAL_FIELDS, REQUIRED_SEQUENTIAL_FIELDS)
+    check_fields(entry, where, SEQUENTIAL_FIELDS, REQUIRED_SEQUENTIAL_FIELDS)
     looks = entry["looks"]
     if (
         not isinstance(looks, list)

@@ -55,7 +55,7 @@ from typing import Any
 import optuna
 from pydantic import ValidationError
 
-from algos.campaign.study_design import parse_effect
+from algos.campaign.study_design import check_fields, parse_effect
 from algos.config.presets import (
     PROJECT_ROOT,
     ConfigError,
@@ -288,14 +288,7 @@ def read_sweep(name: str, sweeps_dir: Path = SWEEPS_DIR) -> SweepSpec:
 def _confirmation(path: Path, entry: Any, spec: SweepSpec) -> Confirmation:
     """The spec's ``confirmation`` mapping (see :class:`Confirmation`); any fault fails naming the file and the key."""
     where = f"{path}: confirmation"
-    if not isinstance(entry, dict):
-        raise ConfigError(f"{where} must be a mapping with {', '.join(REQUIRED_CONFIRMATION_FIELDS)}")
-    for key in entry:
-        if key not in CONFIRMATION_FIELDS:
-            raise unknown_key_error(where, key, CONFIRMATION_FIELDS)
-    missing = [key for key in REQUIRED_CONFIRMATION_FIELDS if key not in entry]
-    if missing:
-        raise ConfigError(f"{where}: missing {', '.join(missing)}")
+    check_fields(entry, where, CONFIRMATION_FIELDS, REQUIRED_CONFIRMATION_FIELDS)
     for key, least in (("top", 1), ("seeds", 2), ("first_seed", spec.seeds)):
         value = entry[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
