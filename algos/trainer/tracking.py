@@ -25,7 +25,10 @@ GROUP_TAG = "harness.parent_run"
 # Marks an experiment as model training rather than GenAI, for the MLflow UIs that choose their view by it.
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
-_PER_RUN_TAGS = ("seed", "config_hash")
+SOURCE_TAG = "harness.source_run_id"
+"""On a run logged afresh from its files (:mod:`algos.trainer.tracking_view`): the id it was tracked under where it
+trained."""
+_PER_RUN_TAGS = ("seed", "config_hash", SOURCE_TAG)  # what a parent run does not take from its first child
 _MLFLOW_BATCH = 100  # MLflow's per-request limit on params and a safe chunk for metrics
 
 

@@ -24,10 +24,8 @@ import yaml
 from algos.config.presets import flatten
 from algos.config.schema import TrackingConfig
 from algos.trainer import run_files
-from algos.trainer.tracking import MLflowTracker, tracking_uri
+from algos.trainer.tracking import SOURCE_TAG, MLflowTracker, tracking_uri
 
-SOURCE_TAG = "harness.source_run_id"
-"""On a run logged afresh from its files: the id it was tracked under where it trained (its ``run.json``)."""
 RECORD_ONLY = ("tracker_run_id", "warnings", "environment")
 """Keys of ``run.json`` that are the run's record, not the tags it was tracked with."""
 ARTIFACTS = (run_files.CONFIG_FILE, run_files.FINAL_FILE, run_files.METRICS_FILE, run_files.CRITIC_METRICS_FILE)

@@ -9,8 +9,8 @@ import yaml
 
 from algos.config.presets import PROJECT_ROOT, flatten
 from algos.trainer import run_files
-from algos.trainer.tracking import GROUP_TAG, PARENT_TAG
-from algos.trainer.tracking_view import RECORD_ONLY, SOURCE_TAG, tracked_run_id
+from algos.trainer.tracking import GROUP_TAG, PARENT_TAG, SOURCE_TAG
+from algos.trainer.tracking_view import RECORD_ONLY, tracked_run_id
 
 PART = PROJECT_ROOT / "experiments" / "campaigns" / "decisive" / "part1.tar.xz"
 RUN = "runs/dr_grpo_bias/grpo/seed15"
@@ -52,6 +52,7 @@ def test_a_run_the_store_lacks_is_logged_afresh_from_its_files_under_its_rows_pa
     assert artifacts == {run_files.CONFIG_FILE, run_files.FINAL_FILE, run_files.METRICS_FILE}
     parent = client().get_run(logged.data.tags[PARENT_TAG])
     assert parent.data.tags[GROUP_TAG] == "grpo" and parent.info.experiment_id == logged.info.experiment_id
+    assert SOURCE_TAG not in parent.data.tags  # the row's parent is no copy of its first seed
     assert client().get_experiment(logged.info.experiment_id).name == "dr_grpo_bias"
 
 
