@@ -4,8 +4,9 @@ provenance; the campaign's runs and those trained under keyed draws), and the re
 the checkpoints a finished run no longer needs.
 
 Files keep their modification times, so the workflow finds every finished run newer than the base it started from
-and trains only what is missing. Unpacking never overwrites a file that is already there. A campaign that goes on
-over several sessions is packed in parts: each leaves out what the earlier parts hold unchanged.
+and trains only what is missing. Unpacking never overwrites a file that was there before it. A campaign that goes on
+over several sessions is packed in parts: each leaves out what the earlier parts hold unchanged, and holds again what
+changed since, which replaces the earlier part's copy when the parts are unpacked in order.
 
 Command line: ``python -m algos.campaign.archive pack --results results --out part2.tar.xz --earlier part1.tar.xz``
 and ``python -m algos.campaign.archive unpack part1.tar.xz part2.tar.xz --results results``.
@@ -65,19 +66,22 @@ def pack(results: Path, out: Path, earlier: Sequence[Path] = ()) -> int:
 
 def unpack(parts: Sequence[Path], results: Path) -> tuple[int, int]:
     """Restore a packed campaign (its parts in the order they were packed) into ``results``, keeping every file
-    already there. Returns (written, kept)."""
-    written = kept = 0
+    that was there before; a file a later part holds again replaces the earlier part's, being the newer. Returns
+    (written, kept): the files restored, and those kept as they were."""
+    restored: set[str] = set()
+    kept = 0
     for part in parts:
         with tarfile.open(part, "r:xz") as archive:
             for member in archive.getmembers():
                 if not member.isfile():
                     continue
-                if (results / member.name).exists():
+                if member.name not in restored and (results / member.name).exists():
                     kept += 1
                     continue
+                (results / member.name).unlink(missing_ok=True)  # an earlier part's copy: the later one wins
                 archive.extract(member, results, filter="data")
-                written += 1
-    return written, kept
+                restored.add(member.name)
+    return len(restored), kept
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,6 +59,24 @@ def test_a_packed_campaign_unpacks_its_finished_runs_with_their_times(tmp_path):
     assert archive.unpack([tmp_path / "campaign.tar.xz", tmp_path / "part2.tar.xz"], tmp_path / "third")[0] == 12
 
 
+def test_a_file_a_later_part_holds_again_is_unpacked_as_the_later_part_has_it(tmp_path):
+    results = tmp_path / "results"
+    (results / "plans").mkdir(parents=True)
+    look = results / "plans" / "dapo_table1.look0.json"
+    look.write_text('{"judged": 1}')
+    os.utime(look, (1e9, 1e9))
+    archive.pack(results, tmp_path / "part1.tar.xz")
+    look.write_text('{"judged": 2}')  # judged again after the first part was packed
+    assert archive.pack(results, tmp_path / "part2.tar.xz", [tmp_path / "part1.tar.xz"]) == 0
+    parts = [tmp_path / "part1.tar.xz", tmp_path / "part2.tar.xz"]
+    assert archive.unpack(parts, tmp_path / "fresh") == (1, 0)
+    assert (tmp_path / "fresh" / "plans" / "dapo_table1.look0.json").read_text() == '{"judged": 2}'
+    mine = tmp_path / "mine" / "plans" / "dapo_table1.look0.json"
+    mine.parent.mkdir(parents=True)
+    mine.write_text('{"mine": true}')
+    assert archive.unpack(parts, tmp_path / "mine") == (0, 2) and mine.read_text() == '{"mine": true}'
+
+
 def test_an_unpacked_finished_run_is_kept_by_its_training_job(tmp_path, monkeypatch):
     trained = []
     monkeypatch.setattr(seed_block, "train", lambda cfg, out, **_: trained.append(cfg))
