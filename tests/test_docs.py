@@ -20,6 +20,7 @@ DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL_BLOCK = re.compile(r"```(?:bash|sh)\n(.*?)```", re.DOTALL)
 TOOLS = {
     "python", "python3", "snakemake", "pip", "bash", "source", "mlflow", "lint-imports", "conda", "mkdocs", "accelerate",
+    "optuna-dashboard",
 }  # fmt: skip
 """Commands the documentation may show."""
 SNAKEMAKE_VALUE_OPTIONS = {
