@@ -96,6 +96,8 @@ REQUIRED = ("title", "preset", "space", "trials")
 FIELDS = (*REQUIRED, "objective", "seeds", "sampler", "pruner", "budget", "confirmation")
 CONFIRMATION_FIELDS = ("top", "seeds", "first_seed", "metric", "margin", "level", "budget")
 REQUIRED_CONFIRMATION_FIELDS = ("top", "seeds", "first_seed", "margin")
+STUDY_SEED_STRIDE = 1000
+"""Sampler seeds a study of a comparison of searches owns: study k's jobs draw with seeds k·1000 + slot."""
 PRESET_CONFIGURATION = "preset"
 """The name of the preset's own configuration among the confirmed ones (the others are ``trial<n>``)."""
 OBJECTIVE_FIELDS = ("metric", "direction")
@@ -200,12 +202,17 @@ class SweepSpec:
 
     def searched_by(self, sampler: str, pruner: str, seed: int) -> SweepSpec:
         """The same sweep searched by another sampler and pruner (each with the spec's keys where it names the same
-        one, else Optuna's defaults), the sampler seeded with ``seed``: one arm of a comparison of searches."""
+        one, else Optuna's defaults): one study of a comparison of searches, its sampler seeded from ``seed``.
+
+        A job's sampler seed is the spec's seed plus its slot (:meth:`make_sampler`), so studies seeded 1, 2, 3 would
+        share most of their draws, shifted by one slot (and with the spec's own study, seeded 0). Study ``seed``
+        therefore starts at ``seed`` × :data:`STUDY_SEED_STRIDE`: its slots' seeds never meet another study's."""
         if sampler not in SAMPLERS or pruner not in PRUNERS:
             raise ConfigError(
                 f"a search is a sampler ({', '.join(SAMPLERS)}) and a pruner ({', '.join(PRUNERS)}); got {sampler}/{pruner}"
             )
-        samplers = {**(self.sampler if self.sampler["name"] == sampler else {"name": sampler}), "seed": seed}
+        base = self.sampler if self.sampler["name"] == sampler else {"name": sampler}
+        samplers = {**base, "seed": seed * STUDY_SEED_STRIDE}
         pruners = self.pruner if self.pruner["name"] == pruner else {"name": pruner}
         if pruner == "wilcoxon" and self.seeds < 2:
             raise ConfigError(f"sweep '{self.name}': the wilcoxon pruner compares seeds, and it has {self.seeds}")

@@ -80,7 +80,10 @@ def test_where_no_search_beats_the_preset_the_cheapest_is_favoured():
 def test_a_search_is_a_sampler_a_pruner_and_a_seed(tmp_path):
     spec = read_sweep("tiny", write_sweep(tmp_path, confirmation=CONFIRMATION))
     searched = spec.searched_by("random", "hyperband", 3)
-    assert searched.sampler == {"name": "random", "seed": 3} and searched.pruner == {"name": "hyperband"}
+    assert searched.sampler == {"name": "random", "seed": 3000} and searched.pruner == {"name": "hyperband"}
+    studies = [spec, *(spec.searched_by("random", "median", seed) for seed in (1, 2, 3))]
+    seeds = [{study.sampler.get("seed", 0) + slot for slot in range(spec.trials)} for study in studies]
+    assert all(not mine & theirs for i, mine in enumerate(seeds) for theirs in seeds[i + 1 :])  # no seed shared
     assert searched.make_pruner().__class__.__name__ == "HyperbandPruner" and searched.confirmation == spec.confirmation
     with pytest.raises(ConfigError, match="a search is a sampler .* and a pruner .*; got grid/median"):
         spec.searched_by("grid", "median", 1)
