@@ -61,9 +61,10 @@ def study_record(spec: SweepSpec, study: Path, preset: Path) -> dict[str, Any]:
     records = read_records(study)
     runs = sorted((study / "trials").glob("trial*/seed*"))
     plan = read_plan(study)
-    winner = plan["configurations"][0]
-    fresh = [_final(run_directory(study, winner["name"], seed)) for seed in plan["seeds"]]
+    winner = plan["configurations"][0]  # the preset where the study completed no trial: it found nothing
     reference = [_final(preset / f"seed{seed}") for seed in plan["seeds"]]
+    found = winner["name"] != PRESET_CONFIGURATION
+    fresh = [_final(run_directory(study, winner["name"], seed)) for seed in plan["seeds"]] if found else reference
     metric, objective = plan["metric"], plan["objective"]
     differences = [mine[metric] - theirs[metric] for mine, theirs in zip(fresh, reference, strict=True)]
     fresh_objective = [run[objective] for run in fresh if objective in run]
@@ -105,7 +106,7 @@ def comparison_record(spec: SweepSpec, searches: Sequence[str], seeds: Sequence[
             "curse": [
                 study["tuning_mean"] - study["fresh_objective"]
                 for study in studies
-                if study["fresh_objective"] is not None
+                if study["fresh_objective"] is not None and study["tuning_mean"] is not None
             ],
         }
     return {"sweep": spec.name, "seeds": list(seeds), "searches": summary, "favoured": favoured_search(summary)}
@@ -113,12 +114,18 @@ def comparison_record(spec: SweepSpec, searches: Sequence[str], seeds: Sequence[
 
 def favoured_search(summary: dict[str, dict[str, Any]]) -> str:
     """The search the measure favours, by the rule declared before the comparison ran: among the searches whose
-    winners beat the preset on average (mean confirmed Δ above 0), the most confirmed points per core-hour; where none
-    does, nothing the searches found held at this budget, and the cheapest search (least mean core-hours)."""
+    winners beat the preset on average (mean confirmed Δ above 0), the most confirmed points per core-hour (its mean
+    confirmed Δ over its mean cost); where none does, nothing the searches found held at this budget, and the
+    cheapest search (least mean core-hours)."""
     gaining = [search for search, entry in summary.items() if np.mean(entry["confirmed_delta"]) > 0]
     if gaining:
-        return max(gaining, key=lambda search: float(np.mean(summary[search]["delta_per_core_hour"])))
+        return max(gaining, key=lambda search: points_per_core_hour(summary[search]))
     return min(summary, key=lambda search: float(np.mean(summary[search]["core_hours"])))
+
+
+def points_per_core_hour(entry: dict[str, Any]) -> float:
+    """A search's mean confirmed Δ over its mean cost in core-hours."""
+    return float(np.mean(entry["confirmed_delta"]) / np.mean(entry["core_hours"]))
 
 
 def comparison_figure(record: dict[str, Any]) -> bytes:
@@ -151,6 +158,7 @@ def write_comparison(spec: SweepSpec, searches: Sequence[str], seeds: Sequence[i
                 format_estimate(seed_estimate(entry["core_hours"]), scale=1, digits=2),
                 f"{np.mean(entry['pruned']):.1f}",
                 format_estimate(seed_estimate(entry["confirmed_delta"])),
+                f"{100 * points_per_core_hour(entry):+.2f}",
                 format_estimate(seed_estimate(entry["delta_per_core_hour"])),
                 format_estimate(seed_estimate(entry["curse"])) if len(entry["curse"]) > 1 else "—",
             ]
@@ -172,7 +180,8 @@ def write_comparison(spec: SweepSpec, searches: Sequence[str], seeds: Sequence[i
             "cost: core-hours [95 % CI] (studies)",
             "trials pruned, mean",
             "winner's confirmed Δ vs preset, points",
-            "confirmed Δ per core-hour",
+            "points per core-hour (mean Δ / mean cost)",
+            "per study: Δ per core-hour",
             "winner's curse, points",
         ],
         cells=cells,

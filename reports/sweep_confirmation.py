@@ -7,7 +7,8 @@ directory:
 - ``confirmation.md`` and a self-contained ``confirmation.html``: per configuration its mean objective over the
   search's tuning seeds beside its mean over the fresh seeds (the winner's curse: how much the search's choice
   flattered it), its fresh-seed mean on the confirmation's metric, and against the preset, paired by seed, Δ with
-  its interval at the comparison's share of the level and the verdict (:mod:`reports.statistics.confirmation`);
+  its interval at the comparison's share of the level and the verdict, on critical values calibrated over the
+  envelope of seed shapes (:mod:`reports.statistics.confirmation`);
 - ``confirmation.json``: the same as a record;
 - ``best_params.yaml``: a workflow config file. Where a configuration was confirmed better than the preset, it
   gives every row built on the preset that configuration's values (the best fresh-seed mean among those confirmed
@@ -137,7 +138,7 @@ def curse_figure(record: dict[str, Any]) -> bytes:
 def write_confirmation(spec: SweepSpec, out: Path) -> list[Path]:
     """Write the confirmation's page, record and ``best_params.yaml`` into ``out``."""
     record, judged = confirmation_record(spec, out)
-    level, compared = record["level"], record["compared"]
+    level, compared = record["level"], max(record["compared"], 1)  # a search that completed no trial compares none
     cells = []
     for entry in record["configurations"]:
         tuning = format_estimate(seed_estimate(entry["tuning_values"])) if entry["tuning_values"] else "— (not a trial)"
@@ -182,8 +183,10 @@ def write_confirmation(spec: SweepSpec, out: Path) -> list[Path]:
             f"seeds 0-{spec.seeds - 1}) and preset {spec.preset}'s own configuration, each retrained on the fresh seeds "
             f"{record['seeds'][0]}-{record['seeds'][-1]}, which the search never saw. Each trial is compared with the "
             f"preset on {record['metric']}, paired by seed, at {level:g}/{compared} = {level / compared:.3g} (Bonferroni "
-            f"over the {compared}): better or worse where the two-sided paired t rejects Δ = 0, equivalent where both "
-            f"one-sided tests reject |Δ| ≥ {100 * record['margin']:g} points, else undecided. {outcome}"
+            f"over the {compared}): better or worse where the paired t statistic crosses a direction's critical value, "
+            f"equivalent where both one-sided statistics at ±{100 * record['margin']:g} points cross theirs, else "
+            "undecided; the critical values are calibrated over the envelope of seed shapes (normal, heavy-tailed, "
+            f"skewed either way), so they lie above the t distribution's. {outcome}"
         ),
         header=[
             "configuration",
@@ -197,9 +200,9 @@ def write_confirmation(spec: SweepSpec, out: Path) -> list[Path]:
         ],
         cells=cells,
         note=(
-            "Means in percent with 95 % Student-t intervals over seeds; Δ vs the preset is a paired t on the fresh "
-            "seeds with its interval at the comparison's share of the level, so it excludes 0 exactly where a "
-            "direction is called. The winner's curse compares one configuration's objective on the search's seeds "
+            "Means in percent with 95 % Student-t intervals over seeds; Δ vs the preset is paired on the fresh "
+            "seeds, its interval the mean ± the calibrated critical value × its standard error at the comparison's "
+            "share of the level, so it excludes 0 exactly where a direction is called. The winner's curse compares one configuration's objective on the search's seeds "
             "and on fresh seeds: the search picked the trials whose tuning seeds happened to run high."
         ),
         figures=[("The winner's curse", curse_figure(record))],

@@ -65,23 +65,30 @@ def pack(results: Path, out: Path, earlier: Sequence[Path] = ()) -> int:
 
 
 def unpack(parts: Sequence[Path], results: Path) -> tuple[int, int]:
-    """Restore a packed campaign (its parts in the order they were packed) into ``results``, keeping every file
-    that was there before; a file a later part holds again replaces the earlier part's, being the newer. Returns
-    (written, kept): the files restored, and those kept as they were."""
+    """Restore a packed campaign (its parts in the order they were packed) into ``results``, keeping every file of
+    one's own there; a file a later part holds again replaces an earlier part's copy, being the newer, also where the
+    earlier copy was unpacked by an earlier call (an unpacking stopped part-way, or parts unpacked before the later
+    ones came). A file counts as an earlier part's copy where its modification time and size are that part's. Returns
+    (written, kept): the files restored, and those of one's own kept as they were."""
     restored: set[str] = set()
-    kept = 0
+    earlier: dict[str, set[tuple[int, int]]] = {}  # name -> (mtime, size) of its copies in the parts before
+    kept: set[str] = set()
     for part in parts:
         with tarfile.open(part, "r:xz") as archive:
             for member in archive.getmembers():
                 if not member.isfile():
                     continue
-                if member.name not in restored and (results / member.name).exists():
-                    kept += 1
+                target = results / member.name
+                copies = earlier.setdefault(member.name, set())
+                copies.add((int(member.mtime), member.size))
+                there = (int(target.stat().st_mtime), target.stat().st_size) if target.exists() else None
+                if there is not None and member.name not in restored and there not in copies:
+                    kept.add(member.name)  # one's own file, no copy of this archive's
                     continue
-                (results / member.name).unlink(missing_ok=True)  # an earlier part's copy: the later one wins
+                target.unlink(missing_ok=True)  # an earlier part's copy, or this one's: this part's is the newest
                 archive.extract(member, results, filter="data")
                 restored.add(member.name)
-    return len(restored), kept
+    return len(restored), len(kept - restored)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,10 +5,11 @@ unpacked from its archive).
 A run's ``run.json`` names the MLflow run it was tracked in (``tracker_run_id``), an id of the store on the machine
 that trained it. :func:`tracked_run_id` returns that id where the run's store (its config's ``tracking``) holds it.
 Otherwise it looks in the run's experiment for a run logged afresh from it before (tagged :data:`SOURCE_TAG` with the
-recorded id), and failing that logs one: the run's tags from ``run.json``, every key of its resolved config as
-params, every metric at every step of ``metrics.jsonl`` and ``critic_metrics.jsonl``, its files as artifacts, nested
-under its row's parent run as the campaign nests it (:class:`algos.trainer.tracking.MLflowTracker`), and finished.
-The same files always give the same run, and asking again finds it rather than logging a second.
+recorded id, and finished), and failing that logs one: the run's tags from ``run.json``, every key of its resolved
+config as params, every metric at every step of ``metrics.jsonl`` and ``critic_metrics.jsonl``, its files as
+artifacts, nested under its row's parent run as the campaign nests it (:class:`algos.trainer.tracking.MLflowTracker`),
+and finished. The same files always give the same run, and asking again finds it rather than logging a second; a run
+whose logging was stopped part-way (not finished) is deleted and logged again.
 """
 
 from __future__ import annotations
@@ -53,8 +54,11 @@ def tracked_run_id(run_dir: Path) -> str | None:
     experiment = client.get_experiment_by_name(tracking.experiment)
     if experiment is not None:
         found = client.search_runs([experiment.experiment_id], filter_string=f"tags.`{SOURCE_TAG}` = '{recorded}'")
-        if found:
-            return found[0].info.run_id
+        finished = [run for run in found if run.info.status == "FINISHED"]
+        if finished:
+            return finished[0].info.run_id
+        for unfinished in found:  # a logging stopped part-way: its run holds only some of the files' numbers
+            client.delete_run(unfinished.info.run_id)
     return log_afresh(run_dir, tracking, record, config)
 
 

@@ -331,6 +331,7 @@ def comparison_inputs(sweep):
     runs = [
         f"{study}/confirmation/{winner}/seed{fresh}/final_metrics.json"
         for study, winner in winners.items()
+        if winner != PRESET_CONFIGURATION  # a study that completed no trial found nothing: the preset's runs are its
         for fresh in COMPARISON_SEEDS
     ]
     preset = f"results/sweeps/{sweep}/confirmation/{PRESET_CONFIGURATION}"

@@ -130,7 +130,7 @@ def with_sequential_primaries(
         result = comparison_state.result
         design = comparison_state.design
         looks = sum(seeds <= comparison_state.maximum for seeds in design.looks)  # as far as its maximum, re-sized or not
-        stop = None if result is None else Stop(result.look + 1, looks, result.seeds, design.margin)
+        stop = None if result is None else Stop(result.look + 1, max(looks, result.look + 1), result.seeds, design.margin)
         return Judgement(
             adjusted_p=None,
             detectable=None,

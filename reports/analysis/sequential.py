@@ -142,11 +142,13 @@ def _resized(
     state: ComparisonState, result: LookResult, differences: list[float], plan: Mapping[str, Any], look: int
 ) -> tuple[ComparisonState, LookResult]:
     """The state after a look that left it open re-sizes its maximum; the result undecided where the maximum comes
-    to the look's seeds or below. A look without spread leaves the maximum as it was."""
+    to the look's seeds or below. A look without spread leaves the maximum as it was, or the next look's where it was
+    this one's (such a look decides nothing, and the rule stops a primary only by its spread)."""
     sd = float(np.std(differences, ddof=1))
-    if not sd > 0:
-        return state, result
     design, seeds = state.design, len(differences)
+    if not sd > 0:
+        later = [n for n in design.looks if n > seeds]
+        return dataclasses.replace(state, maximum=max(state.maximum, later[0] if later else seeds)), result
     maximum = resized_maximum(
         sd, seeds, design.looks, design.margin, design.level, design.spending, plan["assurance"], plan["power"]
     )

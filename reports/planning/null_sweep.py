@@ -3,8 +3,9 @@ configuration is better, beside its declared rate, and how often a configuration
 
 Each simulated sweep searches ``trials`` configurations with ``seeds`` tuning seeds each (seed i of every trial shares
 half its noise, as the search's trials share seed numbers), picks the ``top`` by their tuning means, and retrains them
-and the preset on the confirmation's fresh seeds (again half of each seed's noise shared by every configuration, so
-the comparisons are paired), then judges each against the preset with
+and the preset on the confirmation's fresh seeds (paired: each trial's per-seed difference from the preset is drawn
+in the shape, at the sd of a difference of two runs half of whose noise is shared), then judges each against the
+preset with
 :func:`reports.statistics.confirmation.confirm` at the declared level over the ``top``. Scenarios:
 
 - ``null``: every trial is the preset's configuration (a null sweep: no winner exists); a "better" claim is wrong,
@@ -12,8 +13,9 @@ the comparisons are paired), then judges each against the preset with
 - ``one_better``: one trial is better by ``--effect`` points, the rest null: how often that trial reaches the top
   and is confirmed better, and how often a null trial is called better beside it.
 
-Per-seed noise of sd ``--sd`` points takes each shape of the envelope the sequential boundaries are calibrated on
-(normal, Student t₃, gamma skewed either way: :func:`reports.statistics.envelope.envelope_draws`). The winner's curse
+Per-seed noise of sd ``--sd`` points, and the fresh seeds' differences, take each shape of the envelope the sequential
+boundaries are calibrated on (normal, Student t₃, gamma skewed either way:
+:func:`reports.statistics.envelope.envelope_draws`). The winner's curse
 is the top trial's tuning mean less its fresh-seed mean, in points.
 
 Command line: ``python -m reports.planning.null_sweep --sweep dapo_default [--sweeps 20000] [--sd 2.5]``.
@@ -68,8 +70,11 @@ def simulate(
         tuning = truth[:, None] + sd / 100 * _noise(shape, rng, spec.trials, spec.seeds)  # (trials, seeds)
         means = tuning.mean(axis=1)
         top = np.argsort(-means, kind="stable")[: confirmation.top]
-        fresh = sd / 100 * _noise(shape, rng, len(top) + 1, confirmation.seeds)  # (top + preset, fresh seeds)
-        preset = fresh[-1]
+        preset = sd / 100 * _noise(shape, rng, 1, confirmation.seeds)[0]  # (fresh seeds,)
+        # each trial's per-seed difference from the preset in the shape itself: the independent parts of two runs'
+        # noise would cancel a skew, and the paired t reads only the differences
+        spread = sd / 100 * math.sqrt(2 * (1 - SHARED))
+        fresh = preset + spread * envelope_draws(shape, rng, (len(top), confirmation.seeds))  # (top, fresh seeds)
         called_better = called_worse = False
         for rank, trial in enumerate(top):
             values = truth[trial] + fresh[rank]

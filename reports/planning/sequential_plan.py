@@ -112,9 +112,9 @@ def sequential_plan(
             }
         )
     most = {row.id: 0 for row in spec.rows}
-    for comparison in comparisons:
+    for comparison in comparisons:  # re-sized maxima may grow to the cap: a row's most is its comparisons' last look
         for row_id in (comparison["row"], comparison["compared_with"]):
-            most[row_id] = max(most[row_id], comparison.get("maximum", comparison["looks"][-1]))
+            most[row_id] = max(most[row_id], comparison["looks"][-1])
     first = sequential.first_seed
     return {
         "spec": spec.name,

@@ -61,6 +61,12 @@ def test_each_search_is_its_winners_confirmed_gain_against_its_cost(tmp_path):
     assert tpe["confirmed_delta"] == pytest.approx([0.02, 0.04]) and tpe["pruned"] == [1, 1]
     assert random["delta_per_core_hour"] == pytest.approx([0.02 / 0.6, 0.04 / 0.6])
     assert tpe["curse"] == pytest.approx([0.05, 0.05]) and record["favoured"] == "random/none"
+    empty = results / "search" / "tiny" / "tpe-median" / "seed2" / "confirmation" / "plan.json"
+    plan = json.loads(empty.read_text())  # as if the study had completed no trial: its winner is the preset
+    empty.write_text(json.dumps({**plan, "configurations": [{"name": "preset", "params": {}, "tuning_mean": None}]}))
+    found_nothing = comparison_record(spec, ["tpe/median"], [2], results)["searches"]["tpe/median"]
+    assert found_nothing["confirmed_delta"] == [0.0] and found_nothing["curse"] == []
+    empty.write_text(json.dumps(plan))
     written = write_comparison(spec, ["tpe/median", "random/none"], [1, 2], results)
     assert {path.name for path in written} == {"comparison.md", "comparison.html", "comparison.json"}
     text = (results / "search" / "tiny" / "comparison.md").read_text()

@@ -74,7 +74,10 @@ def test_a_file_a_later_part_holds_again_is_unpacked_as_the_later_part_has_it(tm
     mine = tmp_path / "mine" / "plans" / "dapo_table1.look0.json"
     mine.parent.mkdir(parents=True)
     mine.write_text('{"mine": true}')
-    assert archive.unpack(parts, tmp_path / "mine") == (0, 2) and mine.read_text() == '{"mine": true}'
+    assert archive.unpack(parts, tmp_path / "mine") == (0, 1) and mine.read_text() == '{"mine": true}'
+    archive.unpack(parts[:1], tmp_path / "later")  # the first part unpacked alone, the second when it came
+    assert archive.unpack(parts, tmp_path / "later") == (1, 0)
+    assert (tmp_path / "later" / "plans" / "dapo_table1.look0.json").read_text() == '{"judged": 2}'
 
 
 def test_an_unpacked_finished_run_is_kept_by_its_training_job(tmp_path, monkeypatch):

@@ -67,6 +67,22 @@ def test_asking_again_finds_the_run_logged_afresh_and_a_stored_run_is_found_wher
     assert tracked_run_id(archived_run) == run_id and len(client().search_runs([experiment])) == 2
 
 
+def test_a_run_whose_logging_stopped_part_way_is_logged_again(archived_run, monkeypatch):
+    from algos.trainer import tracking_view
+
+    def stopped(run_dir, tracking, record, config):  # killed after the run was created, before it finished
+        tracker = tracking_view.MLflowTracker(tracking, "seed15", {SOURCE_TAG: record["tracker_run_id"]})
+        return tracker.run_id
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tracking_view, "log_afresh", stopped)
+        half = tracked_run_id(archived_run)
+    assert client().get_run(half).info.status == "RUNNING"
+    whole = tracked_run_id(archived_run)
+    assert whole != half and client().get_run(whole).info.status == "FINISHED"
+    assert client().get_run(half).info.lifecycle_stage == "deleted"
+
+
 def test_a_run_tracked_nowhere_has_no_run_in_any_store(archived_run):
     config_file = archived_run / run_files.CONFIG_FILE
     config = yaml.safe_load(config_file.read_text())
