@@ -318,7 +318,7 @@ confirmation seeds, so that the preset's runs of the sweep's own confirmation ar
 def comparison_studies(sweep):
     """The study directories of the comparison of searches: one per sampler/pruner and sampler seed."""
     return [
-        f"results/search/{sweep}/{search.replace('/', '-')}/seed{seed}"
+        f"results/search/{sweep}/{'-'.join(search.split('/'))}/seed{seed}"  # sampler/pruner -> sampler-pruner
         for search in COMPARISON["searches"]
         for seed in COMPARISON["seeds"]
     ]
