@@ -334,6 +334,18 @@ def matmul_weights_cast_once(model: PreTrainedModel, dtype: torch.dtype) -> Iter
             layer._parameters["weight"] = weight
 
 
+def autocast_weights_cast_once(model: PreTrainedModel, device_type: str) -> contextlib.AbstractContextManager:
+    """:func:`matmul_weights_cast_once` into the dtype of the autocast enabled on ``device_type``; nothing
+    without one.
+
+    The dtype is autocast's own, not one read off the activations: a rotary embedding multiplies the bf16
+    keys by float32 angles, so the cache comes out in float32 while every product ran in bf16.
+    """
+    if not torch.is_autocast_enabled(device_type):
+        return contextlib.nullcontext()
+    return matmul_weights_cast_once(model, torch.get_autocast_dtype(device_type))
+
+
 def _layer_tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Each layer's (keys, values) of a filled dynamic cache, (N, H_kv, T, D) each."""
     return [(layer.keys, layer.values) for layer in cache.layers]
@@ -401,8 +413,7 @@ def generate_static(
     device = prompt_ids.device
     prompt_cache = DynamicCache(config=model.config)
     logits = encode_prompts_once(model, prompt_ids, prompt_mask, prompt_cache)  # (N, V)
-    products = _layer_tensors(prompt_cache)[0][0].dtype  # the keys come out of the products in their dtype
-    with matmul_weights_cast_once(model, products):
+    with autocast_weights_cast_once(model, device.type):
         decoder = decoder_for(model, rows, width, max_new_tokens, prompt_cache, compiled)
         decoder.start(prompt_cache, prompt_mask, position_ids(prompt_mask)[:, -1:] + 1)
         del prompt_cache

@@ -268,6 +268,7 @@ def test_under_autocast_decoding_with_weights_cast_once_draws_what_it_draws_with
                 with_logprobs=True,
             )
 
+    static_decoding._CAST_WEIGHTS.pop(model, None)  # the module's model: an earlier test may have cast it
     cast_once = decoded()
     kept = static_decoding._CAST_WEIGHTS[model][1]
     assert kept and all(copy.dtype == torch.bfloat16 for copy in kept.values())
