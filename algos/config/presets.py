@@ -64,19 +64,32 @@ def _sections(cls: type = RLConfig, prefix: str = "") -> dict[str, type]:
 
 
 @functools.cache
+def _leaf_keys() -> frozenset[str]:
+    """Every settable dotted key. Checking keys needs no descriptions: these read the registries' members, and
+    so import the RL math and torch with it, which a workflow that only plans and reads files never needs."""
+    sections = _sections()
+    return frozenset(
+        f"{prefix}{name}"
+        for prefix, cls in sections.items()
+        for name in cls.__pydantic_fields__
+        if f"{prefix}{name}." not in sections
+    )
+
+
+@functools.cache
 def config_keys() -> dict[str, str]:
     """Every settable dotted key -> its description (cached; do not mutate)."""
-    keys = {}
     sections = _sections()
-    for prefix, cls in sections.items():
-        for name, doc in field_docs(cls, prefix).items():
-            if f"{prefix}{name}." not in sections:
-                keys[f"{prefix}{name}"] = doc
-    return keys
+    return {
+        f"{prefix}{name}": doc
+        for prefix, cls in sections.items()
+        for name, doc in field_docs(cls, prefix).items()
+        if f"{prefix}{name}" in _leaf_keys()
+    }
 
 
 def _unknown_key_message(key: str, origin: str) -> str:
-    valid = config_keys()
+    valid = _leaf_keys()
     if f"{key}." in _sections():
         children = sorted(k for k in valid if k.startswith(f"{key}."))
         return f"'{key}' in {origin} is a section, not a value; set one of: {', '.join(children)}"
@@ -94,7 +107,7 @@ def _unknown_key_message(key: str, origin: str) -> str:
 def flatten(nested: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; a mapping under a known leaf key stays a value."""
     flat: dict[str, Any] = {}
-    leaves = config_keys()
+    leaves = _leaf_keys()
     for key, value in nested.items():
         dotted = f"{prefix}{key}"
         if isinstance(value, Mapping) and dotted not in leaves:
@@ -116,7 +129,7 @@ def _unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _checked(flat: Mapping[str, Any], origin: str) -> dict[str, Any]:
-    valid = config_keys()
+    valid = _leaf_keys()
     for key in flat:
         if key not in valid:
             raise ConfigError(_unknown_key_message(key, origin))
