@@ -22,8 +22,8 @@ from algos.config.schema import TrackingConfig
 from algos.trainer.tracking import tracking_uri
 from reports.analysis.runs import seed_list
 from reports.coupling import DRAWS, parse_pair
-from reports.planning.fixed_design import design_plan, read_basis
-from reports.planning.sequential_plan import plan_change, sequential_plan
+from reports.planning.fixed_design import check_basis, design_plan, read_basis
+from reports.planning.sequential_plan import declared_plan, plan_change
 from reports.planning.stein_plan import read_plan
 from eval.benchmarks.loaders import BENCHMARK_FILES, BENCHMARKS, BENCHMARKS_DIR_ENV
 
@@ -173,11 +173,13 @@ def sequential(spec):
 
 @functools.cache
 def sequential_record(spec):
-    """The spec's group-sequential plan at the campaign's final evaluation size and seed cap (its looks per primary)."""
+    """What the spec's group-sequential plan declares at the campaign's final evaluation size and seed cap (its looks,
+    first seed, level...), its basis checked. Each primary's looks, sized from the basis, are the plan job's: their
+    boundaries take seconds to compute, which every start of the workflow would pay."""
     named = spec_named(spec)
     run = named.config(named.rows[0].id, BUDGET).run
-    problems = run.final_eval_problems or run.eval_problems
-    return sequential_plan(named, read_basis(named.design.basis), problems, cap=config["ablations"]["max_seeds"])
+    check_basis(named, read_basis(named.design.basis))
+    return declared_plan(named, run.final_eval_problems or run.eval_problems, cap=config["ablations"]["max_seeds"])
 
 
 for _spec in config["ablations"]["specs"]:

@@ -207,6 +207,11 @@ def upper_variance(variance: float, df: int, assurance: float) -> float:
     return variance * df / float(stats.chi2.ppf(1 - assurance, df))
 
 
+def comparison_level(spec: AblationSpec, level: float = LEVEL) -> float:
+    """Each primary comparison's share of the family-wise ``level`` (Bonferroni over the spec's primaries)."""
+    return level / max(1, sum(row.primary is not None for row in spec.rows))
+
+
 def fixed_design(
     spec: AblationSpec,
     basis: Basis,
@@ -225,7 +230,7 @@ def fixed_design(
     table = [row.id for row in compared if quantity_name(row) == TABLE_QUANTITY]
     pooled_df = sum(dfs[row_id] for row_id in table)
     pooled = upper_variance(float(np.mean([raw[row_id] for row_id in table])), pooled_df, assurance) if table else 0.0
-    share = level / max(1, len(compared))
+    share = comparison_level(spec, level)
     designs = []
     for row in compared:
         quantity = quantity_name(row)

@@ -26,9 +26,9 @@ from typing import Any
 from algos.campaign.ablations import AblationSpec, Row
 from algos.campaign.study_design import MAXIMA_RULES, capped_looks
 from algos.config.presets import ConfigError
-from reports.planning.fixed_design import Basis, fixed_design, seeds_for
+from reports.planning.fixed_design import Basis, comparison_level, fixed_design, seeds_for
 from reports.planning.resizing import RESIZING_POWER, inflation, maximum_for
-from reports.statistics.comparisons import LEVEL, POWER
+from reports.statistics.comparisons import POWER
 
 ASSURANCE = 0.8
 """The one-sided upper bound of a basis variance that a comparison's maximum is sized for (see the module's docstring)."""
@@ -69,36 +69,56 @@ def comparison_margin(spec: AblationSpec, row: Row) -> float:
     return row.primary.smallest_effect
 
 
-def sequential_plan(
-    spec: AblationSpec, basis: Basis, problems: int, assurance: float = ASSURANCE, cap: int | None = None
-) -> dict:
-    """The spec's group-sequential design as a campaign's plan: per primary its looks (sized from ``basis`` at
-    ``problems`` final problems) and margin, per row the most seeds it may run and its seed numbers (from the
-    design's first_seed, after every seed an earlier campaign reported). ``cap``: a campaign's own limit on the
-    seeds a row runs, below the spec's (:func:`algos.campaign.study_design.capped_looks`)."""
-    declared = spec.design.sequential.looks
+def declared_plan(spec: AblationSpec, problems: int, cap: int | None = None) -> dict:
+    """What a campaign's plan takes from the spec and the workflow's settings (:data:`DECLARED_FIELDS`, with the
+    spec's name and the design's kind): the looks (the spec's, up to ``cap``, a campaign's own limit on the seeds a
+    row runs: :func:`algos.campaign.study_design.capped_looks`), spending, maxima rule, power, each comparison's
+    level, first seed and final evaluation size. Nothing here is sized from a basis, so the workflow reads it at
+    every start without computing a boundary."""
+    sequential = spec.design.sequential
+    declared = sequential.looks
     if cap is not None and cap > declared[-1]:
         raise ConfigError(
             f"{spec.path}: the campaign's seed cap {cap} (ablations.max_seeds) is above the design's last look "
             f"({declared[-1]} seeds) and would add a look the spec never declared; set it to at most {declared[-1]} "
             "or null"
         )
-    sequential = dataclasses.replace(spec.design.sequential, looks=capped_looks(declared, cap))
+    return {
+        "spec": spec.name,
+        "design": "sequential",
+        "spending": sequential.spending,
+        "looks": list(capped_looks(declared, cap)),
+        "cap": cap,
+        "maxima": sequential.maxima,
+        "power": RESIZING_POWER if sequential.maxima == "variance" else POWER,
+        "level": comparison_level(spec),
+        "problems": problems,
+        "first_seed": sequential.first_seed,
+    }
+
+
+def sequential_plan(
+    spec: AblationSpec, basis: Basis, problems: int, assurance: float = ASSURANCE, cap: int | None = None
+) -> dict:
+    """The spec's group-sequential design as a campaign's plan: its :func:`declared_plan`, and per primary its looks
+    (sized from ``basis`` at ``problems`` final problems) and margin, per row the most seeds it may run and its seed
+    numbers (from the design's first_seed, after every seed an earlier campaign reported)."""
+    declared = declared_plan(spec, problems, cap)
+    looks, level, power = tuple(declared["looks"]), declared["level"], declared["power"]
     designs = fixed_design(spec, basis, problems, assurance=assurance)
-    level = designs[0].test_level if designs else LEVEL
     rows = {row.id: row for row in spec.rows}
-    resized = sequential.maxima == "variance"
-    power = RESIZING_POWER if resized else POWER
+    resized = declared["maxima"] == "variance"
+    spending = declared["spending"]
     comparisons = []
     for design in designs:
         row = rows[design.row]
         margin = comparison_margin(spec, row)
         if resized:  # boundaries over every look to the cap; the maximum, re-sized at each look, starts from the basis
-            looks = sequential.looks
-            maximum = maximum_for(design.design_sd, looks, margin, level, sequential.spending, power)
+            own_looks = looks
+            maximum = maximum_for(design.design_sd, looks, margin, level, spending, power)
         else:
-            looks = comparison_looks(design.design_sd, margin, level, sequential.looks, sequential.spending)
-            maximum = looks[-1]
+            own_looks = comparison_looks(design.design_sd, margin, level, looks, spending)
+            maximum = own_looks[-1]
         comparisons.append(
             {
                 "row": design.row,
@@ -107,7 +127,7 @@ def sequential_plan(
                 "expected": 0.0 if row.primary.claim else (1.0 if row.primary.direction == "up" else -1.0),
                 "margin": margin,
                 "design_sd": design.design_sd,
-                "looks": list(looks),
+                "looks": list(own_looks),
                 **({"maximum": maximum} if resized else {}),
             }
         )
@@ -115,16 +135,9 @@ def sequential_plan(
     for comparison in comparisons:  # re-sized maxima may grow to the cap: a row's most is its comparisons' last look
         for row_id in (comparison["row"], comparison["compared_with"]):
             most[row_id] = max(most[row_id], comparison["looks"][-1])
-    first = sequential.first_seed
-    return {
-        "spec": spec.name,
-        "design": "sequential",
-        "spending": sequential.spending,
-        "looks": list(sequential.looks),
-        "cap": cap,
-        "maxima": sequential.maxima,
-        "power": power,
-        "level": level,
+    first = declared["first_seed"]
+    return {  # in the order of every plan written so far
+        **{key: declared[key] for key in ("spec", "design", "spending", "looks", "cap", "maxima", "power", "level")},
         "assurance": assurance,
         "problems": problems,
         "first_seed": first,

@@ -19,7 +19,7 @@ from reports.planning.resizing import (
     sd_bound,
     stopping_sds,
 )
-from reports.planning.sequential_plan import plan_change, sequential_plan, with_maxima
+from reports.planning.sequential_plan import DECLARED_FIELDS, declared_plan, plan_change, sequential_plan, with_maxima
 from reports.statistics.envelope import envelope_draws
 from reports.statistics.sequential import AGREE, DISAGREE, EQUIVALENT, UNDECIDED, decide_paths, sequential_design
 
@@ -127,3 +127,19 @@ def test_a_campaign_under_way_keeps_its_rule_for_the_maxima(tmp_path):
     older = {key: value for key, value in json.loads(path.read_text()).items() if key not in ("maxima", "power")}
     path.write_text(json.dumps(older))  # a plan written before the rule existed meant maxima from the basis
     assert plan_change(path, sequential_plan(with_maxima(spec, "basis"), basis, 1024)) is None
+
+
+@pytest.mark.parametrize("spec_name", ["dapo_table1", "dapo_table1_2p5", "vapo_table1", "dr_grpo_bias"])
+@pytest.mark.parametrize("cap", [None, 12])
+def test_the_declared_plan_is_the_plans_declared_part_without_a_boundary(spec_name, cap, monkeypatch):
+    spec = read_spec(spec_name)
+    plan = sequential_plan(spec, read_basis(spec.design.basis), 1024, cap=cap)
+    monkeypatch.setattr("reports.planning.resizing.boundaries", None)  # what the workflow reads at its start
+    declared = declared_plan(spec, 1024, cap=cap)
+    assert declared == {key: plan[key] for key in ("spec", "design", *DECLARED_FIELDS)}
+    sequential = spec.design.sequential
+    assert declared["looks"] == [n for n in sequential.looks if cap is None or n <= cap]  # 12 is a look of each
+    assert declared["level"] == pytest.approx(0.05 / sum(row.primary is not None for row in spec.rows))
+    assert declared["power"] == (RESIZING_POWER if sequential.maxima == "variance" else 0.8)
+    assert (declared["first_seed"], declared["problems"], declared["cap"]) == (sequential.first_seed, 1024, cap)
+    assert all(set(c["looks"]) <= set(declared["looks"]) for c in plan["comparisons"])
