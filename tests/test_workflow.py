@@ -164,11 +164,25 @@ def test_training_processes_launch_each_run_under_accelerate(tmp_path):
     result = snakemake("ablations", "-n", "-p", "--configfile", str(tmp_path / "training.yaml"))
     assert result.returncode == 0, result.stderr
     command = (
-        "accelerate launch --config_file experiments/accelerate/fsdp2.yaml --num_processes 4 --main_process_port 0 "
-        "-m algos.campaign.seed_block"
+        f"accelerate launch --config_file {ROOT}/experiments/accelerate/fsdp2.yaml --num_processes 4 "
+        "--main_process_port 0 -m algos.campaign.seed_block"
     )  # port 0: one free at launch, so two such jobs side by side never fight over one
     assert command in result.stdout
     assert f"OMP_NUM_THREADS=1 {command}" in result.stdout  # one thread per process, not the job's threads each
+
+
+@pytest.mark.slow
+def test_a_relative_accelerate_config_is_found_in_the_project_from_another_directory(tmp_path):
+    (tmp_path / "training.yaml").write_text("training:\n  processes: 2\n")  # the default: experiments/accelerate/ddp.yaml
+    result = snakemake("ablations", "-n", "-p", "-d", str(tmp_path), "--configfile", str(tmp_path / "training.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert f"--config_file {ROOT}/experiments/accelerate/ddp.yaml --num_processes 2" in result.stdout
+    (tmp_path / "training.yaml").write_text("training:\n  processes: 2\n  accelerate_config: nowhere/ddp.yaml\n")
+    result = snakemake("ablations", "-n", "-d", str(tmp_path), "--configfile", str(tmp_path / "training.yaml"))
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode != 0 and len(errors) == 1
+    assert "training.accelerate_config: no file nowhere/ddp.yaml" in errors[0]
+    assert "experiments/accelerate/ddp.yaml, experiments/accelerate/fsdp2.yaml" in errors[0]
 
 
 @pytest.mark.slow

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from algos.config.presets import PROJECT_ROOT, ConfigError
+
 FREE_PORT = "0"
 """accelerate's ``--main_process_port`` value that asks for a port free at launch."""
 
@@ -18,3 +20,19 @@ FREE_PORT = "0"
 def launch_arguments(config_file: str | Path, processes: int) -> list[str]:
     """The arguments of ``accelerate launch`` for ``processes`` processes under ``config_file``, on a free port."""
     return ["--config_file", str(config_file), "--num_processes", str(processes), "--main_process_port", FREE_PORT]
+
+
+def accelerate_config_file(value: str | Path, key: str = "training.accelerate_config") -> Path:
+    """The accelerate config file ``value`` names: as given where it exists (absolute, or relative to the working
+    directory), else relative to the project, where the shipped ones live (experiments/accelerate/), so a workflow
+    run in another directory (``snakemake -d``) finds them. Neither: a ConfigError naming ``key`` and the shipped
+    files."""
+    given = Path(value)
+    for candidate in (given, PROJECT_ROOT / given):
+        if candidate.is_file():
+            return candidate.resolve()
+    shipped = sorted(str(path.relative_to(PROJECT_ROOT)) for path in (PROJECT_ROOT / "experiments/accelerate").glob("*.yaml"))
+    raise ConfigError(
+        f"{key}: no file {value} in the working directory or the project; give a path to an accelerate config, e.g. "
+        f"one of: {', '.join(shipped)}"
+    )

@@ -14,7 +14,7 @@ from algos.campaign.ablations import (
     campaign_budget,
     read_spec,
 )
-from algos.campaign.launch import launch_arguments
+from algos.campaign.launch import accelerate_config_file, launch_arguments
 from algos.campaign.preflight import check_database, check_slurm, check_tracking, resource_values
 from algos.campaign.sweeps import PRESET_CONFIGURATION, available_sweeps, read_sweep
 from algos.config.presets import ConfigError, config_hash
@@ -59,12 +59,18 @@ spec_named(config["calibration"]["spec"]).check_budget(
 for _preset in BUDGET.tuned:
     BUDGET.tuned_settings(_preset)  # likewise an unknown tuned key
 TRAIN_PROCESSES = config["training"]["processes"]
-TRAIN_COMMAND = (
-    "python -m algos.campaign.seed_block"
-    if TRAIN_PROCESSES == 1
-    else f"accelerate launch {shlex.join(launch_arguments(config['training']['accelerate_config'], TRAIN_PROCESSES))} "
-    "-m algos.campaign.seed_block"
-)
+if TRAIN_PROCESSES == 1:
+    TRAIN_COMMAND = "python -m algos.campaign.seed_block"
+else:
+    try:
+        _accelerate_config = accelerate_config_file(config["training"]["accelerate_config"])
+    except ConfigError as error:  # before any job, in one line
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2)
+    TRAIN_COMMAND = (
+        f"accelerate launch {shlex.join(launch_arguments(_accelerate_config, TRAIN_PROCESSES))} "
+        "-m algos.campaign.seed_block"
+    )
 """How a training job starts: one process for its block of seeds, or ``training.processes`` under accelerate, on a
 rendezvous port free at launch (two such jobs side by side never fight over one)."""
 SEED_BLOCKS = [
