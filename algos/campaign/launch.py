@@ -31,7 +31,9 @@ def accelerate_config_file(value: str | Path, key: str = "training.accelerate_co
     for candidate in (given, PROJECT_ROOT / given):
         if candidate.is_file():
             return candidate.resolve()
-    shipped = sorted(str(path.relative_to(PROJECT_ROOT)) for path in (PROJECT_ROOT / "experiments/accelerate").glob("*.yaml"))
+    shipped = sorted(
+        str(path.relative_to(PROJECT_ROOT)) for path in (PROJECT_ROOT / "experiments/accelerate").glob("*.yaml")
+    )
     raise ConfigError(
         f"{key}: no file {value} in the working directory or the project; give a path to an accelerate config, e.g. "
         f"one of: {', '.join(shipped)}"
