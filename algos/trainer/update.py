@@ -327,9 +327,21 @@ def update(
     if critic_only:
         return {key: value for key, value in step_metrics.items() if key.startswith("critic/")}
     step_metrics["actor/approx_kl_old_max"] = max(u["actor/approx_kl_old"] for u in updates)
-    gathered = {key: processes.gather(values) for key, values in sorted(token_values.items())}
-    step_metrics.update(token_statistics(gathered))
+    step_metrics.update(token_statistics(_gathered_token_values(processes, token_values)))
     return step_metrics
+
+
+def _gathered_token_values(
+    processes: Processes, token_values: dict[str, list[torch.Tensor]]
+) -> dict[str, list[torch.Tensor]]:
+    """Every process's token values of each key, concatenated in process order, in one collective call.
+
+    A process whose share of every mini-batch was empty (a mini-batch of one row under two processes) holds no key,
+    so a gather per key would leave it waiting in the next collective while the others wait in the next gather.
+    """
+    shares = processes.gather([dict(token_values)])
+    keys = sorted({key for share in shares for key in share})
+    return {key: [values for share in shares for values in share.get(key, [])] for key in keys}
 
 
 def _whole(tensor: torch.Tensor) -> torch.Tensor:

@@ -110,7 +110,9 @@ def assert_same_run(one: Path, two: Path, processes: int = 2) -> None:
 
 @pytest.mark.slow
 def test_grpo_in_two_processes_equals_one_process(tiny_base, tmp_path):
-    overrides = tiny_overrides(tiny_base, **{"run.steps": 2, "rollout.prompts_per_step": 6})
+    """Every mini-batch one row (24 of them): the second process holds no row of any, and runs passes of no weight
+    beside the first's (the even split of two processes is the DAPO run's below)."""
+    overrides = tiny_overrides(tiny_base, **{"run.steps": 2, "rollout.prompts_per_step": 6, "optim.mini_batches": 24})
     train(load_config("grpo", overrides=overrides), tmp_path / "one")
     launched = run_in_two_processes("grpo", tmp_path / "two", overrides)
     output, _ = launched.communicate(timeout=300)
