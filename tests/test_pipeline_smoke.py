@@ -196,3 +196,53 @@ def assert_only_open_rows_trained_on(look, runs):
     open_rows = {row for c in look["comparisons"] if c["verdict"] is None for row in (c["row"], c["compared_with"])}
     assert set(look["next_seeds"]) == open_rows
     assert {p.parent.parent.name for p in runs.glob("*/seed19/final_metrics.json")} == open_rows
+
+
+SIDE_BY_SIDE_ROWS = ("grpo", "dr_grpo")
+"""Two rows of dr_grpo_bias, one seed each: two training jobs the workflow may start at once."""
+
+
+def side_by_side_config(processes: int) -> dict:
+    """TINY at one seed and one step a run, its rows' 16 mini-batches of one row made 2 (fewer collectives on two
+    cores), trained in ``processes`` processes a job (experiments/accelerate/ddp.yaml)."""
+    overrides = [o for o in TINY["ablations"]["overrides"] if not o.startswith("run.steps=")]
+    ablations = {**TINY["ablations"], "seeds": 1, "overrides": [*overrides, "run.steps=1", "optim.mini_batches=2"]}
+    return {**TINY, "ablations": ablations, "training": {"processes": processes}}
+
+
+def training_jobs_overlap(workdir) -> bool:
+    """Whether every training job of the workflow's log started before any of them finished."""
+    text = next((workdir / ".snakemake" / "log").glob("*.snakemake.log")).read_text()
+    events = re.findall(r"Job \d+: Training |Finished jobid: \d+ \(Rule: train_", text)
+    started = [event for event in events if event.startswith("Job")]
+    return len(started) == len(SIDE_BY_SIDE_ROWS) and events[: len(started)] == started
+
+
+@pytest.mark.slow
+def test_two_multi_process_training_jobs_run_side_by_side_and_train_as_one_process_would(tmp_path):
+    """Under --cores 4, two jobs of two processes each start together, each on a rendezvous port free at its launch
+    (accelerate's default port would refuse the second), and each run's metrics are the one-process run's."""
+    from tests.algos.engine.test_distributed import assert_same_run
+
+    targets = [f"results/runs/dr_grpo_bias/{row}/seed0/final_metrics.json" for row in SIDE_BY_SIDE_ROWS]
+    two, one = tmp_path / "two", tmp_path / "one"
+    for workdir, processes in ((two, 2), (one, 1)):
+        workdir.mkdir()
+        (workdir / "tiny.yaml").write_text(yaml.safe_dump(side_by_side_config(processes)))
+    together = subprocess.run(
+        ["snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(two), "--cores", "4"]
+        + ["--configfile", str(two / "tiny.yaml"), "--", *targets],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=ENVIRONMENT,
+        check=False,
+    )
+    assert together.returncode == 0, together.stderr[-3000:]
+    assert training_jobs_overlap(two), "the two training jobs did not run side by side"
+    shutil.copytree(two / "results" / "base_model", one / "results" / "base_model")  # the same start model
+    alone = snakemake(one, targets=targets)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    for row in SIDE_BY_SIDE_ROWS:
+        run = Path("results/runs/dr_grpo_bias", row, "seed0")
+        assert_same_run(one / run, two / run)

@@ -12,6 +12,17 @@ import pytest
 from tests.requirements import needs_extra, require_extra
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def snakemake_thread_variables() -> set[str]:
+    """The environment variables Snakemake sets to a job's threads, as its shell module sets them."""
+    import inspect
+
+    import snakemake.shell
+
+    return set(re.findall(r'envvars\["(\w+)"\] = threads', inspect.getsource(snakemake.shell)))
+
+
 pytestmark = needs_extra("workflow", command="snakemake")
 
 
@@ -168,12 +179,18 @@ def test_training_processes_launch_each_run_under_accelerate(tmp_path):
         "--main_process_port 0 -m algos.campaign.seed_block"
     )  # port 0: one free at launch, so two such jobs side by side never fight over one
     assert command in result.stdout
-    assert f"OMP_NUM_THREADS=1 {command}" in result.stdout  # one thread per process, not the job's threads each
+    threads = re.search(r"((?:[A-Z_]+=1 )+)accelerate launch", result.stdout)
+    assert threads, "no thread setting before the training command"
+    # one thread per process, not the job's threads each: every variable Snakemake sets to them is set to 1
+    variables = snakemake_thread_variables()
+    assert "MKL_NUM_THREADS" in variables and set(threads.group(1).split()) == {f"{name}=1" for name in variables}
 
 
 @pytest.mark.slow
 def test_a_relative_accelerate_config_is_found_in_the_project_from_another_directory(tmp_path):
-    (tmp_path / "training.yaml").write_text("training:\n  processes: 2\n")  # the default: experiments/accelerate/ddp.yaml
+    (tmp_path / "training.yaml").write_text(
+        "training:\n  processes: 2\n"
+    )  # the default: experiments/accelerate/ddp.yaml
     result = snakemake("ablations", "-n", "-p", "-d", str(tmp_path), "--configfile", str(tmp_path / "training.yaml"))
     assert result.returncode == 0, result.stderr
     assert f"--config_file {ROOT}/experiments/accelerate/ddp.yaml --num_processes 2" in result.stdout

@@ -3,12 +3,27 @@ wildcard_constraints:
     spec="|".join(re.escape(name) for name in available_specs()),
 
 
+ONE_THREAD_A_PROCESS = " ".join(
+    f"{variable}=1"
+    for variable in (
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "GOTO_NUM_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+    )
+)
+"""Every thread variable Snakemake sets to a job's threads, set to 1. A job's threads are its processes, and under
+accelerate each process would take all of them: MKL with a thread to spare spins between its calls, and two
+2-process jobs side by side on 2 cores trained a seed 100 times slower (114 s instead of 1 s)."""
 TRAIN_SHELL = (
-    "mkdir -p results/runs/{wildcards.spec}/{wildcards.row} && OMP_NUM_THREADS=1 {params.train} --spec {wildcards.spec} "
-    "--row {wildcards.row} --seeds {params.seeds} --runs results/runs --model {params.model} {params.budget} > {log} 2>&1"
+    "mkdir -p results/runs/{wildcards.spec}/{wildcards.row} && "
+    f"{ONE_THREAD_A_PROCESS} {{params.train}} --spec {{wildcards.spec}} --row {{wildcards.row}} --seeds {{params.seeds}} "
+    "--runs results/runs --model {params.model} {params.budget} > {log} 2>&1"
 )
 """A training job: one process trains its seeds of one row, one after the other (algos.campaign.seed_block), on
-one thread per process (under accelerate, Snakemake's own thread variables would give each process all of the job's)."""
+one thread per process."""
 
 for _block, _seeds in enumerate(SEED_BLOCKS):
 
