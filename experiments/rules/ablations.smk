@@ -16,7 +16,7 @@ ONE_THREAD_A_PROCESS = " ".join(
 )
 """Every thread variable Snakemake sets to a job's threads, set to 1. A job's threads are its processes, and under
 accelerate each process would take all of them: MKL with a thread to spare spins between its calls, and two
-2-process jobs side by side on 2 cores trained a seed 100 times slower (114 s instead of 1 s)."""
+2-process jobs side by side on 2 cores took 2 min 8 s instead of 14 s (docs/training.md)."""
 TRAIN_SHELL = (
     "mkdir -p results/runs/{wildcards.spec}/{wildcards.row} && "
     f"{ONE_THREAD_A_PROCESS} {{params.train}} --spec {{wildcards.spec}} --row {{wildcards.row}} --seeds {{params.seeds}} "
