@@ -223,24 +223,16 @@ def test_two_multi_process_training_jobs_run_side_by_side_and_train_as_one_proce
     """Under --cores 4, two jobs of two processes each start together, each on a rendezvous port free at its launch
     (accelerate's default port would refuse the second), and each run's metrics are the one-process run's."""
     from tests.algos.engine.test_distributed import assert_same_run
+    from tests.cluster import campaign_command
 
     targets = [f"results/runs/dr_grpo_bias/{row}/seed0/final_metrics.json" for row in SIDE_BY_SIDE_ROWS]
     two, one = tmp_path / "two", tmp_path / "one"
-    for workdir, processes in ((two, 2), (one, 1)):
-        workdir.mkdir()
-        (workdir / "tiny.yaml").write_text(yaml.safe_dump(side_by_side_config(processes)))
-    together = subprocess.run(
-        ["snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(two), "--cores", "4"]
-        + ["--configfile", str(two / "tiny.yaml"), "--", *targets],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=ENVIRONMENT,
-        check=False,
-    )
+    together = campaign_command(two, side_by_side_config(2), ["--cores", "4"], targets)
+    together = subprocess.run(together, capture_output=True, text=True, timeout=600, env=ENVIRONMENT, check=False)
     assert together.returncode == 0, together.stderr[-3000:]
     assert training_jobs_overlap(two), "the two training jobs did not run side by side"
     shutil.copytree(two / "results" / "base_model", one / "results" / "base_model")  # the same start model
+    (one / "tiny.yaml").write_text(yaml.safe_dump(side_by_side_config(1)))
     alone = snakemake(one, targets=targets)
     assert alone.returncode == 0, alone.stderr[-3000:]
     for row in SIDE_BY_SIDE_ROWS:
