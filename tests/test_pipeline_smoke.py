@@ -227,8 +227,8 @@ def test_two_multi_process_training_jobs_run_side_by_side_and_train_as_one_proce
 
     targets = [f"results/runs/dr_grpo_bias/{row}/seed0/final_metrics.json" for row in SIDE_BY_SIDE_ROWS]
     two, one = tmp_path / "two", tmp_path / "one"
-    together = campaign_command(two, side_by_side_config(2), ["--cores", "4"], targets)
-    together = subprocess.run(together, capture_output=True, text=True, timeout=600, env=ENVIRONMENT, check=False)
+    command_two = campaign_command(two, side_by_side_config(2), ["--cores", "4"], targets)
+    together = subprocess.run(command_two, capture_output=True, text=True, timeout=600, env=ENVIRONMENT, check=False)
     assert together.returncode == 0, together.stderr[-3000:]
     assert training_jobs_overlap(two), "the two training jobs did not run side by side"
     shutil.copytree(two / "results" / "base_model", one / "results" / "base_model")  # the same start model

@@ -12,6 +12,7 @@ import pytest
 from tests.requirements import needs_extra, require_extra
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = needs_extra("workflow", command="snakemake")
 
 
 def snakemake_thread_variables() -> set[str]:
@@ -21,9 +22,6 @@ def snakemake_thread_variables() -> set[str]:
     import snakemake.shell
 
     return set(re.findall(r'envvars\["(\w+)"\] = threads', inspect.getsource(snakemake.shell)))
-
-
-pytestmark = needs_extra("workflow", command="snakemake")
 
 
 def snakemake(*args):
@@ -188,9 +186,8 @@ def test_training_processes_launch_each_run_under_accelerate(tmp_path):
 
 @pytest.mark.slow
 def test_a_relative_accelerate_config_is_found_in_the_project_from_another_directory(tmp_path):
-    (tmp_path / "training.yaml").write_text(
-        "training:\n  processes: 2\n"
-    )  # the default: experiments/accelerate/ddp.yaml
+    # no accelerate_config: the default, experiments/accelerate/ddp.yaml, relative to the project
+    (tmp_path / "training.yaml").write_text("training:\n  processes: 2\n")
     result = snakemake("ablations", "-n", "-p", "-d", str(tmp_path), "--configfile", str(tmp_path / "training.yaml"))
     assert result.returncode == 0, result.stderr
     assert f"--config_file {ROOT}/experiments/accelerate/ddp.yaml --num_processes 2" in result.stdout
